@@ -1,0 +1,6 @@
+//! Notation: TPS positions and PTN moves and games. Parsing is kept apart from the rules
+//! and reports typed errors that say what is wrong and where.
+
+pub mod tps;
+
+pub use tps::{TpsError, parse_tps, parse_tps_with, write_tps};
