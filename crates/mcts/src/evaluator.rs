@@ -1,0 +1,26 @@
+//! The interface between the search and whatever scores positions (a network, a baseline).
+
+use bredon_rules::{Move, Position};
+
+/// What an evaluator says about one position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    /// Prior probability of each legal move, in the order of the `legal` slice given to
+    /// [`Evaluator::evaluate_batch`]; non-negative, summing to 1.
+    pub policy: Vec<f32>,
+    /// Expected outcome for the side to move, in [-1, 1].
+    pub value: f32,
+}
+
+/// Scores a batch of positions. Implementations: the neural network (in `bredon-nn`),
+/// the uniform-policy baseline, test doubles. Shared between threads.
+pub trait Evaluator: Send + Sync {
+    /// Evaluates `positions[i]` whose legal moves are `legal[i]` (never empty: the search
+    /// scores finished games itself). Returns one [`Evaluation`] per position, in order.
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation>;
+
+    /// How many leaves one search should gather before calling `evaluate_batch`.
+    fn preferred_batch_size(&self) -> usize {
+        1
+    }
+}
