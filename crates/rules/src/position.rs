@@ -245,6 +245,11 @@ impl Position {
         self.half_komi
     }
 
+    /// Overrides the reserves: `[color][0]` stones, `[color][1]` capstones.
+    pub fn set_reserves(&mut self, reserves: [[u8; 2]; 2]) {
+        self.reserves = reserves;
+    }
+
     /// Changes the komi (half points).
     pub fn set_half_komi(&mut self, half_komi: i8) {
         self.half_komi = half_komi;
