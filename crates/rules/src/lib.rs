@@ -17,6 +17,7 @@ pub mod moves;
 pub mod notation;
 pub mod perft;
 pub mod position;
+pub mod scoring;
 pub mod symmetry;
 pub mod testdata;
 pub mod types;

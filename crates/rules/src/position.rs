@@ -250,6 +250,13 @@ impl Position {
         self.reserves = reserves;
     }
 
+    /// Gives the move to the other player without playing (a "null move"), for analysis
+    /// such as threat detection. Not a legal move in Tak.
+    pub fn pass_turn(&mut self) {
+        self.to_move = self.to_move.opposite();
+        self.hash ^= zobrist::BLACK_TO_MOVE;
+    }
+
     /// Changes the komi (half points).
     pub fn set_half_komi(&mut self, half_komi: i8) {
         self.half_komi = half_komi;
