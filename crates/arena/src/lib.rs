@@ -1,0 +1,1 @@
+//! Matches and ratings (placeholder).

@@ -1,0 +1,1 @@
+//! Self-play and training (placeholder).
