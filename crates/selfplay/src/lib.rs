@@ -1,1 +1,8 @@
-//! Self-play and training (placeholder).
+//! # bredon-selfplay
+//!
+//! The main job of Bredon: generations of self-play with the current network, a replay
+//! window of stored games, training, checkpoints, and evaluation — resumable after a kill.
+
+pub mod fsutil;
+pub mod replay;
+pub mod tb;

@@ -1,0 +1,306 @@
+//! Self-play game records on disk and the replay window that training samples from.
+//!
+//! A finished game is stored as two immutable files, written atomically and named after
+//! the model that played it, under `games/<model>/`:
+//! - `<id>.game`: the record in a compact binary format (postcard, a stable serde
+//!   encoding, behind a magic header and a format version);
+//! - `<id>.ptn`: the same game as readable PTN.
+//!
+//! A record keeps the moves and, per ply, the search's visit counts; positions are rebuilt
+//! by replaying the moves, so a 4x4 game of 30 plies takes well under a kilobyte.
+
+use anyhow::{Context, Result, bail};
+use bredon_rules::{Color, GameOptions, GameResult, Move, Position};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use crate::fsutil::{TMP_SUFFIX, atomic_write};
+
+/// First bytes of every `.game` file.
+pub const MAGIC: &[u8; 8] = b"BREDONG1";
+/// Version of the record layout below.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How a game ended, as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoredResult {
+    /// A real result: winner (0 white, 1 black, 2 draw) and PTN string kind.
+    Finished {
+        /// 0 = white won, 1 = black won, 2 = draw.
+        outcome: u8,
+        /// `R`, `F`, `1` (other) or `D` (draw).
+        kind: char,
+    },
+    /// Stopped at the ply cap and adjudicated by the flat count (with komi).
+    Adjudicated {
+        /// 0 = white, 1 = black, 2 = draw.
+        outcome: u8,
+    },
+}
+
+impl StoredResult {
+    /// From a rules result.
+    pub fn from_result(r: GameResult, adjudicated: bool) -> StoredResult {
+        let outcome = match r.winner() {
+            Some(Color::White) => 0,
+            Some(Color::Black) => 1,
+            None => 2,
+        };
+        if adjudicated {
+            return StoredResult::Adjudicated { outcome };
+        }
+        let kind = match r {
+            GameResult::Draw => 'D',
+            GameResult::Win { kind: bredon_rules::WinKind::Road, .. } => 'R',
+            GameResult::Win { kind: bredon_rules::WinKind::Flat, .. } => 'F',
+            GameResult::Win { .. } => '1',
+        };
+        StoredResult::Finished { outcome, kind }
+    }
+
+    /// The value target for `color`: +1 win, -1 loss, 0 draw.
+    pub fn value_for(self, color: Color) -> f32 {
+        let outcome = match self {
+            StoredResult::Finished { outcome, .. } | StoredResult::Adjudicated { outcome } => outcome,
+        };
+        match outcome {
+            2 => 0.0,
+            o if o as usize == color.index() => 1.0,
+            _ => -1.0,
+        }
+    }
+
+    /// The rules result (an adjudicated game counts as a flat win or a draw).
+    pub fn to_game_result(self) -> GameResult {
+        use bredon_rules::WinKind;
+        let (outcome, kind) = match self {
+            StoredResult::Finished { outcome, kind } => (outcome, kind),
+            StoredResult::Adjudicated { outcome } => (outcome, 'F'),
+        };
+        let kind = match kind {
+            'R' => WinKind::Road,
+            'F' => WinKind::Flat,
+            _ => WinKind::Other,
+        };
+        match outcome {
+            0 => GameResult::Win { color: Color::White, kind },
+            1 => GameResult::Win { color: Color::Black, kind },
+            _ => GameResult::Draw,
+        }
+    }
+
+    /// Winner, if any.
+    pub fn winner(self) -> Option<Color> {
+        let outcome = match self {
+            StoredResult::Finished { outcome, .. } | StoredResult::Adjudicated { outcome } => outcome,
+        };
+        (outcome < 2).then(|| Color::from_index(outcome as usize))
+    }
+}
+
+/// One ply of a record: the move played and the search statistics behind it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlyRecord {
+    /// The move played (`Move.0`).
+    pub mv: u16,
+    /// Root visit counts per move (`Move.0`, visits); empty if the ply is not a training
+    /// sample (e.g. a cheap search under playout-cap randomisation).
+    pub visits: Vec<(u16, u32)>,
+    /// The search's root value for the side to move.
+    pub root_value: f32,
+}
+
+/// A finished self-play game.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GameRecord {
+    /// Board size.
+    pub size: u8,
+    /// Komi in half points.
+    pub half_komi: i8,
+    /// Name of the model that played (e.g. `gen-0003`).
+    pub model: String,
+    /// Every ply in order.
+    pub plies: Vec<PlyRecord>,
+    /// The outcome.
+    pub result: StoredResult,
+}
+
+/// One training sample: a position, its policy target and its value target.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The position before the move.
+    pub position: Position,
+    /// Normalised visit distribution over moves.
+    pub policy: Vec<(Move, f32)>,
+    /// Game outcome for the side to move (+1, 0, -1).
+    pub value: f32,
+}
+
+impl GameRecord {
+    /// Game options of the record.
+    pub fn options(&self) -> GameOptions {
+        GameOptions::new(self.size as usize).with_half_komi(self.half_komi)
+    }
+
+    /// Number of training samples (plies with visit counts).
+    pub fn sample_count(&self) -> usize {
+        self.plies.iter().filter(|p| !p.visits.is_empty()).count()
+    }
+
+    /// Replays the game and returns its training samples.
+    pub fn samples(&self) -> Result<Vec<Sample>> {
+        let mut pos = Position::with_options(self.options())?;
+        let mut out = Vec::with_capacity(self.plies.len());
+        for (i, ply) in self.plies.iter().enumerate() {
+            if !ply.visits.is_empty() {
+                let total: u32 = ply.visits.iter().map(|&(_, v)| v).sum();
+                if total > 0 {
+                    out.push(Sample {
+                        position: pos.clone(),
+                        policy: ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect(),
+                        value: self.result.value_for(pos.side_to_move()),
+                    });
+                }
+            }
+            pos.play(Move(ply.mv)).with_context(|| format!("record ply {} is illegal", i + 1))?;
+        }
+        Ok(out)
+    }
+
+    /// Encodes the record with its header.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend(postcard::to_allocvec(self)?);
+        Ok(out)
+    }
+
+    /// Decodes a record, checking the header.
+    pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord> {
+        if bytes.len() < 12 || &bytes[..8] != MAGIC {
+            bail!("not a Bredon game record (bad magic)");
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            bail!("game record format {version}, this build reads {FORMAT_VERSION}");
+        }
+        Ok(postcard::from_bytes(&bytes[12..])?)
+    }
+
+    /// The game as PTN text with tags.
+    pub fn to_ptn(&self) -> String {
+        let n = self.size as usize;
+        let result = self.result.to_game_result().ptn();
+        let komi = self.half_komi as f32 / 2.0;
+        let mut s = format!(
+            "[Site \"bredon self-play\"]\n[Player1 \"{m}\"]\n[Player2 \"{m}\"]\n[Size \"{n}\"]\n[Komi \"{komi}\"]\n[Result \"{result}\"]\n",
+            m = self.model
+        );
+        if matches!(self.result, StoredResult::Adjudicated { .. }) {
+            s.push_str("[Termination \"ply cap, adjudicated by flat count\"]\n");
+        }
+        s.push('\n');
+        for (i, ply) in self.plies.iter().enumerate() {
+            if i % 2 == 0 {
+                s.push_str(&format!("{}. ", i / 2 + 1));
+            }
+            s.push_str(&Move(ply.mv).to_ptn(n));
+            s.push(if i % 2 == 1 { '\n' } else { ' ' });
+        }
+        s.push_str(&result);
+        s.push('\n');
+        s
+    }
+}
+
+/// Writes a record (`.game` then `.ptn`) under `games_dir/<model>/<id>`. The `.game` file
+/// is the one that counts; it is written last so a record is never seen half-done.
+pub fn store_game(games_dir: &Path, record: &GameRecord, id: &str) -> Result<PathBuf> {
+    let dir = games_dir.join(&record.model);
+    atomic_write(&dir.join(format!("{id}.ptn")), record.to_ptn().as_bytes())?;
+    let path = dir.join(format!("{id}.game"));
+    atomic_write(&path, &record.to_bytes()?)?;
+    Ok(path)
+}
+
+/// All `.game` files under `games_dir`, sorted by model directory then file name.
+pub fn list_game_files(games_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let Ok(models) = std::fs::read_dir(games_dir) else { return Ok(files) };
+    let mut model_dirs: Vec<PathBuf> = models.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    model_dirs.sort();
+    for d in model_dirs {
+        let mut fs: Vec<PathBuf> = std::fs::read_dir(&d)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "game")
+                    && !p.to_string_lossy().ends_with(TMP_SUFFIX)
+            })
+            .collect();
+        fs.sort();
+        files.extend(fs);
+    }
+    Ok(files)
+}
+
+/// Number of finished games stored for `model`.
+pub fn count_games(games_dir: &Path, model: &str) -> usize {
+    std::fs::read_dir(games_dir.join(model))
+        .map(|rd| rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "game")).count())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_record() -> GameRecord {
+        let mut pos = Position::new(3).unwrap();
+        let mut plies = Vec::new();
+        while pos.result().is_none() {
+            let moves = pos.legal_moves();
+            let mv = moves[plies.len() * 7 % moves.len()];
+            plies.push(PlyRecord { mv: mv.0, visits: vec![(mv.0, 3), (moves[0].0, 1)], root_value: 0.1 });
+            pos.play(mv).unwrap();
+        }
+        GameRecord {
+            size: 3,
+            half_komi: 0,
+            model: "gen-0000".into(),
+            plies,
+            result: StoredResult::from_result(pos.result().unwrap(), false),
+        }
+    }
+
+    #[test]
+    fn record_round_trip_and_samples() {
+        let r = sample_record();
+        let bytes = r.to_bytes().unwrap();
+        assert_eq!(GameRecord::from_bytes(&bytes).unwrap(), r);
+        assert!(GameRecord::from_bytes(&bytes[..10]).is_err());
+        let samples = r.samples().unwrap();
+        assert_eq!(samples.len(), r.plies.len());
+        for s in &samples {
+            let total: f32 = s.policy.iter().map(|p| p.1).sum();
+            assert!((total - 1.0).abs() < 1e-6);
+            assert!(s.position.is_legal(s.policy[0].0));
+        }
+        // Values alternate in sign with the side to move unless the game is drawn.
+        if r.result.winner().is_some() {
+            assert_eq!(samples[0].value, -samples[1].value);
+        }
+    }
+
+    #[test]
+    fn stored_games_are_listed_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample_record();
+        store_game(dir.path(), &r, "a").unwrap();
+        store_game(dir.path(), &r, "b").unwrap();
+        assert_eq!(count_games(dir.path(), "gen-0000"), 2);
+        assert_eq!(list_game_files(dir.path()).unwrap().len(), 2);
+        let ptn = std::fs::read_to_string(dir.path().join("gen-0000/a.ptn")).unwrap();
+        assert!(ptn.contains("[Size \"3\"]"));
+    }
+}
