@@ -13,6 +13,7 @@
 //! ```
 
 pub mod bitboard;
+mod display;
 pub mod moves;
 pub mod notation;
 pub mod perft;
