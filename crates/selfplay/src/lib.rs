@@ -5,4 +5,5 @@
 
 pub mod fsutil;
 pub mod replay;
+pub mod rundir;
 pub mod tb;
