@@ -1,6 +1,7 @@
 //! `bredon`: the command-line front end of Bredon.
 
 mod perft_cmd;
+mod ptn_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -16,12 +17,16 @@ struct Cli {
 enum Command {
     /// Count the leaves of the legal move tree (move generator check and benchmark).
     Perft(perft_cmd::PerftArgs),
+    /// Read, check and display PTN game files.
+    #[command(subcommand)]
+    Ptn(ptn_cmd::PtnCommand),
 }
 
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
+        Command::Ptn(cmd) => ptn_cmd::run(cmd),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");
