@@ -517,7 +517,8 @@ impl Scanner<'_> {
     }
 
     fn err(&self, line: usize, column: usize, kind: PtnErrorKind) -> PtnError {
-        let _ = self;
+        // Errors point at where the offending construct started, not at the current place.
+        debug_assert!((line, column) <= (self.line, self.column));
         PtnError { line, column, kind }
     }
 }
@@ -776,10 +777,10 @@ impl Ptn {
                 .find(|(_, (n, v))| tag_is(n, name) && !v.trim().is_empty())
                 .map(|(i, (_, v))| (i, v.trim()))
         };
-        let bad_tag = |i: usize, reason: &str| PtnError {
-            line: tag_at[i].0,
-            column: tag_at[i].1,
-            kind: PtnErrorKind::BadTag { name: tags[i].0.clone(), value: tags[i].1.clone(), reason: reason.to_string() },
+        let bad_tag = |i: usize, reason: &str| {
+            let (line, column) = tag_at.get(i).copied().unwrap_or((1, 1));
+            let (name, value) = tags.get(i).cloned().unwrap_or_default();
+            PtnError { line, column, kind: PtnErrorKind::BadTag { name, value, reason: reason.to_string() } }
         };
         let tps = find("TPS");
         let size = match (find("Size"), tps) {
@@ -790,7 +791,7 @@ impl Ptn {
             (None, Some((i, v))) => {
                 let rows = v.split_whitespace().next().unwrap_or("").split('/').count();
                 if !(MIN_SIZE..=MAX_SIZE).contains(&rows) {
-                    let (line, column) = tag_at[i];
+                    let (line, column) = tag_at.get(i).copied().unwrap_or((1, 1));
                     return Err(PtnError { line, column, kind: PtnErrorKind::Tps(TpsError::BadSize(rows)) });
                 }
                 rows
@@ -809,20 +810,20 @@ impl Ptn {
         }
         // A stack stores at most 128 pieces, so both players together may have at most 128.
         if options.stones as usize + options.caps as usize > 64 {
-            let i = find("Flats").or(find("Caps")).map_or(0, |(i, _)| i);
+            let i = find("Flats").or(find("Caps")).map_or(usize::MAX, |(i, _)| i);
             return Err(bad_tag(i, "at most 64 pieces (stones and capstones) per player are supported"));
         }
         let mut tps_at = (1, 1);
         let start = match tps {
             Some((i, v)) => {
-                tps_at = tag_at[i];
+                tps_at = tag_at.get(i).copied().unwrap_or((1, 1));
                 parse_tps_with(v, Some(options), 0).map_err(|e| PtnError {
                     line: tps_at.0,
                     column: tps_at.1,
                     kind: PtnErrorKind::Tps(e),
                 })?
             }
-            None => Position::with_options(options).map_err(|_| bad_tag(0, "unsupported size"))?,
+            None => Position::with_options(options).map_err(|_| bad_tag(usize::MAX, "unsupported size"))?,
         };
         let tag_result = match find("Result") {
             Some((i, v)) => match GameResult::parse_ptn(v) {
@@ -983,7 +984,7 @@ impl fmt::Display for Ptn {
             let ply = start_ply + i;
             let number = ply / 2 + 1;
             let text = write_move(m.mv, size);
-            if ply % 2 == 0 {
+            if ply.is_multiple_of(2) {
                 if i > 0 {
                     writeln!(f)?;
                 }
