@@ -41,6 +41,10 @@ pub enum RulesError {
     /// Board size outside 3..=8.
     #[error("board size {0} is not supported (3 to 8)")]
     BadSize(usize),
+    /// Reserves too large: a stack stores at most 128 pieces, so each player may have at
+    /// most 64 pieces in all.
+    #[error("reserves of {0} pieces per player exceed the limit of 64")]
+    BadReserves(usize),
     /// The game has already ended.
     #[error("the game is over")]
     GameOver,
@@ -158,6 +162,10 @@ impl Position {
     pub fn with_options(opts: GameOptions) -> Result<Position, RulesError> {
         if !(MIN_SIZE..=MAX_SIZE).contains(&opts.size) {
             return Err(RulesError::BadSize(opts.size));
+        }
+        let pieces = opts.stones as usize + opts.caps as usize;
+        if pieces > 64 {
+            return Err(RulesError::BadReserves(pieces));
         }
         let mut p = Position {
             size: opts.size as u8,

@@ -43,8 +43,8 @@ pub enum TpsError {
     /// Player field not `1` or `2`.
     #[error("player to move must be 1 or 2, found {0:?}")]
     BadPlayer(String),
-    /// Move number not a positive integer.
-    #[error("move number must be a positive integer, found {0:?}")]
+    /// Move number not an integer from 1 to 30000.
+    #[error("move number must be an integer from 1 to 30000, found {0:?}")]
     BadMoveNumber(String),
     /// More pieces of a kind on the board than the reserves allow.
     #[error("{color} has more {what} on the board than its reserve of {reserve}")]
@@ -100,7 +100,7 @@ pub fn parse_tps_with(tps: &str, options: Option<GameOptions>, half_komi: i8) ->
                     1
                 } else {
                     match rest.parse::<usize>() {
-                        Ok(k) if k >= 1 => k,
+                        Ok(k) if (1..=MAX_SIZE).contains(&k) => k,
                         _ => return Err(bad(rest.chars().next().unwrap_or('x'), 1)),
                     }
                 };
@@ -139,8 +139,9 @@ pub fn parse_tps_with(tps: &str, options: Option<GameOptions>, half_komi: i8) ->
         "2" => Color::Black,
         other => return Err(TpsError::BadPlayer(other.to_string())),
     };
+    // Plies are counted in a u16: the move number must leave room to play on.
     let move_number: u16 = match fields[2].parse() {
-        Ok(m) if m >= 1 => m,
+        Ok(m) if (1..=30_000).contains(&m) => m,
         _ => return Err(TpsError::BadMoveNumber(fields[2].to_string())),
     };
     for color in Color::ALL {
@@ -158,7 +159,7 @@ pub fn parse_tps_with(tps: &str, options: Option<GameOptions>, half_komi: i8) ->
             return Err(TpsError::TooManyPieces { color, what: "capstones", reserve: opts.caps });
         }
     }
-    let ply = (move_number - 1).saturating_mul(2).saturating_add(to_move.index() as u16);
+    let ply = (move_number - 1) * 2 + to_move.index() as u16;
     Position::from_stacks(opts, &stacks, to_move, ply).map_err(|_| TpsError::BadSize(size))
 }
 
@@ -229,6 +230,11 @@ mod tests {
         assert!(matches!(parse_tps("x3/x3/x2,3 1 1"), Err(TpsError::BadSquare { ch: '3', column: 10, .. })));
         assert!(matches!(parse_tps("x3/x3/x3 3 1"), Err(TpsError::BadPlayer(_))));
         assert!(matches!(parse_tps("x3/x3/x3 1 0"), Err(TpsError::BadMoveNumber(_))));
+        assert!(matches!(parse_tps("x5/x5/x5/x5/x5 2 44441"), Err(TpsError::BadMoveNumber(_))));
+        assert!(matches!(
+            parse_tps("x18446744073709551615,x18446744073709551615/x3/x3 1 1"),
+            Err(TpsError::BadSquare { .. })
+        ));
         assert!(matches!(parse_tps("x3/x3/x3 1"), Err(TpsError::Fields(2))));
         assert!(matches!(parse_tps("1C,x2/x3/x3 1 2"), Err(TpsError::TooManyPieces { .. })));
         assert!(matches!(parse_tps("S1,x2/x3/x3 1 2"), Err(TpsError::BadSquare { ch: 'S', .. })));
