@@ -1,1 +1,51 @@
-//! Matches and ratings (placeholder).
+//! # bredon-arena
+//!
+//! Is the network getting stronger, and by how much? This crate plays matches between
+//! players — checkpoints, the uniform-policy MCTS baseline, a random mover, and any
+//! external engine that speaks TEI (such as Tiltak) — and turns the results into Elo
+//! ratings, gating decisions and plots.
+//!
+//! - [`Player`]: the trait every player implements; [`RandomPlayer`], [`MctsPlayer`]
+//!   (any [`bredon_mcts::Evaluator`], fixed visits per move; with [`UniformEvaluator`]
+//!   it is the baseline) and [`TeiPlayer`] (an external engine process).
+//! - [`PlayerSpec`]: players from strings such as `uniform:200` or
+//!   `tei:/opt/tiltak tei;nodes=5000` (see [`spec`]).
+//! - [`MatchConfig`], [`run_match`], [`run_arena`]: round robins or gauntlets in colour
+//!   swapped pairs from the same opening, in parallel, with a PTN file per game and an
+//!   append-only JSONL results file that survives being killed (see [`results`]).
+//! - [`RatingsTable`], [`fit_elo`]: maximum-likelihood Bradley–Terry Elo with 95%
+//!   confidence intervals and per-colour scores (see [`elo`]).
+//! - [`Sprt`], [`FixedGames`], [`Gate`], [`run_gate`]: deciding whether a candidate beats the incumbent.
+//! - [`plot_elo`]: Elo over training steps as SVG.
+//!
+//! ```no_run
+//! use bredon_arena::{MatchConfig, PlayerSpec, run_arena};
+//! let config = MatchConfig { size: 5, games_per_pairing: 10, ..MatchConfig::default() };
+//! let players: Vec<PlayerSpec> = ["random", "uniform:100"].iter().map(|s| s.parse().unwrap()).collect();
+//! let table = run_arena(&config, &players, std::path::Path::new("arena-out"), &mut |_| {}).unwrap();
+//! println!("{table}");
+//! ```
+
+pub mod arena;
+pub mod elo;
+pub mod game;
+pub mod openings;
+pub mod player;
+pub mod plot;
+pub mod results;
+pub mod search_glue;
+pub mod spec;
+pub mod sprt;
+pub mod tei;
+
+pub use arena::{ArenaPaths, GateReport, MatchConfig, Schedule, entrants_from_specs, rate_results, run_arena, run_gate, run_match};
+pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
+pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
+pub use openings::{Opening, OpeningsConfig, load_openings};
+pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
+pub use plot::{EloPoint, plot_elo, render_elo_svg};
+pub use results::{GameRecord, append_record, load_records, write_atomic};
+pub use search_glue::{SearchConfig, UniformEvaluator};
+pub use spec::{Entrant, PlayerFactory, PlayerSpec};
+pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};
+pub use tei::{TeiConfig, TeiPlayer};

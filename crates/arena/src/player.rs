@@ -1,0 +1,198 @@
+//! The [`Player`] trait and the in-process players: [`RandomPlayer`] and [`MctsPlayer`].
+//! External engines are in [`crate::tei`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bredon_mcts::Evaluator;
+use bredon_rules::{GameOptions, Move, Position};
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use rand_chacha::ChaCha8Rng;
+
+/// Game clock state sent to engines that manage their own time (`go wtime … btime …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockState {
+    /// White's remaining time.
+    pub wtime: Duration,
+    /// Black's remaining time.
+    pub btime: Duration,
+    /// White's increment per move.
+    pub winc: Duration,
+    /// Black's increment per move.
+    pub binc: Duration,
+}
+
+/// How much a player may think about one move. The match runner fills this from the
+/// player's configured limits; fields that are `None` are not constrained. A player uses
+/// the first of `nodes`, `movetime`, `clock` that it supports and its own default otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoveLimits {
+    /// Search this many nodes (MCTS visits / engine playouts).
+    pub nodes: Option<u64>,
+    /// Think this long.
+    pub movetime: Option<Duration>,
+    /// The game clock, when the match is played with one.
+    pub clock: Option<ClockState>,
+}
+
+impl MoveLimits {
+    /// Limits of `nodes` visits only.
+    pub fn nodes(nodes: u64) -> MoveLimits {
+        MoveLimits { nodes: Some(nodes), ..MoveLimits::default() }
+    }
+
+    /// Limits of a fixed time per move only.
+    pub fn movetime(movetime: Duration) -> MoveLimits {
+        MoveLimits { movetime: Some(movetime), ..MoveLimits::default() }
+    }
+}
+
+/// Why a player failed to produce a move. In a match, any of these loses the game for
+/// that player (the match goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum PlayerError {
+    /// The engine process exited or closed its output.
+    #[error("engine crashed or exited: {0}")]
+    Crashed(String),
+    /// No move within the per-move timeout.
+    #[error("no move within {0:?}")]
+    Timeout(Duration),
+    /// The move text could not be parsed as a PTN move.
+    #[error("unparsable move {text:?}: {reason}")]
+    Unparsable {
+        /// What the engine sent.
+        text: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The move is not legal in the position (set by the game loop, which checks every move).
+    #[error("illegal move {0}")]
+    Illegal(String),
+    /// The engine sent something the protocol does not allow.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The player ran out of time on the game clock.
+    #[error("lost on time")]
+    OutOfTime,
+    /// Anything else (I/O errors, a failing evaluator, ...).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Someone who plays games: a baseline, an MCTS search, an external engine.
+///
+/// The match runner calls [`Player::new_game`] before every game, then
+/// [`Player::choose_move`] on each of the player's turns. Players are used from one worker
+/// thread at a time (hence `Send`); each worker makes its own instances.
+pub trait Player: Send {
+    /// A short name for tables and PTN tags (e.g. `uniform-100`, `tiltak`).
+    fn name(&self) -> String;
+
+    /// Prepares for a new game with these options (size, komi, reserves). An error here
+    /// forfeits the game that was about to start.
+    fn new_game(&mut self, opts: GameOptions) -> anyhow::Result<()>;
+
+    /// The move to play in `pos`, which was reached by playing `history` from the empty
+    /// board of the game's options. The move need not be checked: the game loop checks it
+    /// and an illegal move loses the game.
+    fn choose_move(&mut self, pos: &Position, history: &[Move], limits: &MoveLimits) -> Result<Move, PlayerError>;
+}
+
+/// Plays a uniformly random legal move; deterministic for a given seed.
+pub struct RandomPlayer {
+    rng: ChaCha8Rng,
+    name: String,
+}
+
+impl RandomPlayer {
+    /// A random player seeded with `seed`.
+    pub fn new(seed: u64) -> RandomPlayer {
+        RandomPlayer { rng: ChaCha8Rng::seed_from_u64(seed), name: "random".to_string() }
+    }
+
+    /// The same player under another name.
+    pub fn with_name(mut self, name: impl Into<String>) -> RandomPlayer {
+        self.name = name.into();
+        self
+    }
+}
+
+impl Player for RandomPlayer {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn new_game(&mut self, _opts: GameOptions) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn choose_move(&mut self, pos: &Position, _history: &[Move], _limits: &MoveLimits) -> Result<Move, PlayerError> {
+        let moves = pos.legal_moves();
+        moves.choose(&mut self.rng).copied().ok_or_else(|| PlayerError::Other("no legal move".to_string()))
+    }
+}
+
+/// PUCT Monte Carlo tree search with any [`Evaluator`] and a fixed number of visits per
+/// move. With [`crate::UniformEvaluator`] it is the uniform-policy baseline.
+///
+/// `MoveLimits::nodes`, when given, overrides the player's own visit count;
+/// `movetime` and `clock` are ignored (the search is budgeted in visits only).
+pub struct MctsPlayer {
+    evaluator: Arc<dyn Evaluator>,
+    visits: u32,
+    config: crate::search_glue::SearchConfig,
+    rng: ChaCha8Rng,
+    name: String,
+}
+
+impl MctsPlayer {
+    /// A player searching `visits` visits per move with `evaluator`, the default search
+    /// configuration and an RNG seeded with `seed`.
+    pub fn new(evaluator: Arc<dyn Evaluator>, visits: u32, seed: u64, name: impl Into<String>) -> MctsPlayer {
+        MctsPlayer {
+            evaluator,
+            visits: visits.max(1),
+            config: crate::search_glue::SearchConfig::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            name: name.into(),
+        }
+    }
+
+    /// A player with a concrete evaluator type.
+    pub fn with_evaluator<E: Evaluator + 'static>(evaluator: E, visits: u32, seed: u64, name: impl Into<String>) -> MctsPlayer {
+        MctsPlayer::new(Arc::new(evaluator), visits, seed, name)
+    }
+
+    /// The uniform-policy baseline: MCTS with [`crate::UniformEvaluator`], named
+    /// `uniform-VISITS`.
+    pub fn uniform(visits: u32, seed: u64) -> MctsPlayer {
+        MctsPlayer::with_evaluator(crate::search_glue::UniformEvaluator, visits, seed, format!("uniform-{visits}"))
+    }
+
+    /// Replaces the search configuration.
+    pub fn with_config(mut self, config: crate::search_glue::SearchConfig) -> MctsPlayer {
+        self.config = config;
+        self
+    }
+
+    /// Visits per move when the limits do not say.
+    pub fn visits(&self) -> u32 {
+        self.visits
+    }
+}
+
+impl Player for MctsPlayer {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn new_game(&mut self, _opts: GameOptions) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn choose_move(&mut self, pos: &Position, _history: &[Move], limits: &MoveLimits) -> Result<Move, PlayerError> {
+        let visits = limits.nodes.map_or(self.visits, |n| n.clamp(1, u32::MAX as u64) as u32);
+        crate::search_glue::search_best_move(pos, &*self.evaluator, &self.config, visits, &mut self.rng)
+    }
+}

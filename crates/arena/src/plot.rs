@@ -1,0 +1,117 @@
+//! Elo over training steps as an SVG chart (plotters' SVG backend: text is written as SVG
+//! `<text>` elements, so no font library is needed).
+
+use std::path::Path;
+
+use anyhow::anyhow;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One rating measurement: a checkpoint's Elo at a training step, with its 95% interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EloPoint {
+    /// Training step of the checkpoint.
+    pub step: f64,
+    /// Rating.
+    pub elo: f64,
+    /// Lower end of the interval.
+    pub lo: f64,
+    /// Upper end of the interval.
+    pub hi: f64,
+    /// Series name: points with the same label are joined by a line.
+    pub label: String,
+}
+
+impl From<(f64, f64, f64, f64, &str)> for EloPoint {
+    fn from((step, elo, lo, hi, label): (f64, f64, f64, f64, &str)) -> EloPoint {
+        EloPoint { step, elo, lo, hi, label: label.to_string() }
+    }
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Draws Elo against training step with vertical error bars (one line per label) and
+/// writes it as SVG to `path` (atomically). Non-finite values are skipped; an empty
+/// input gives an error.
+pub fn plot_elo(points: &[EloPoint], path: &Path) -> anyhow::Result<()> {
+    let svg = render_elo_svg(points)?;
+    crate::results::write_atomic(path, svg.as_bytes())
+}
+
+/// [`plot_elo`] into a string.
+pub fn render_elo_svg(points: &[EloPoint]) -> anyhow::Result<String> {
+    let pts: Vec<&EloPoint> = points.iter().filter(|p| p.step.is_finite() && p.elo.is_finite()).collect();
+    if pts.is_empty() {
+        return Err(anyhow!("no points to plot"));
+    }
+    let fin = |v: f64, d: f64| if v.is_finite() { v } else { d };
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in &pts {
+        x0 = x0.min(p.step);
+        x1 = x1.max(p.step);
+        y0 = y0.min(fin(p.lo, p.elo)).min(p.elo);
+        y1 = y1.max(fin(p.hi, p.elo)).max(p.elo);
+    }
+    let xpad = ((x1 - x0) * 0.05).max(1.0);
+    let ypad = ((y1 - y0) * 0.08).max(10.0);
+    let mut labels: Vec<&str> = Vec::new();
+    for p in &pts {
+        if !labels.contains(&p.label.as_str()) {
+            labels.push(&p.label);
+        }
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
+        let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption("Elo over training", ("sans-serif", 22))
+                .margin(16)
+                .x_label_area_size(44)
+                .y_label_area_size(60)
+                .build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))?;
+            chart.configure_mesh().x_desc("training step").y_desc("Elo").draw()?;
+            for (k, label) in labels.iter().enumerate() {
+                let color = COLORS[k % COLORS.len()];
+                let mut series: Vec<&&EloPoint> = pts.iter().filter(|p| p.label == *label).collect();
+                series.sort_by(|a, b| a.step.total_cmp(&b.step));
+                let bar_w = (x1 - x0 + 2.0 * xpad) * 0.006;
+                for p in &series {
+                    if p.lo.is_finite() && p.hi.is_finite() {
+                        chart.draw_series(std::iter::once(PathElement::new(vec![(p.step, p.lo), (p.step, p.hi)], color)))?;
+                        for y in [p.lo, p.hi] {
+                            chart.draw_series(std::iter::once(PathElement::new(
+                                vec![(p.step - bar_w, y), (p.step + bar_w, y)],
+                                color,
+                            )))?;
+                        }
+                    }
+                }
+                chart
+                    .draw_series(LineSeries::new(series.iter().map(|p| (p.step, p.elo)), color.stroke_width(2)))?
+                    .label(label.to_string())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                chart.draw_series(series.iter().map(|p| Circle::new((p.step, p.elo), 4, color.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()?;
+            root.present()?;
+            Ok(())
+        };
+        draw().map_err(|e| anyhow!("drawing the Elo chart: {e}"))?;
+    }
+    Ok(svg)
+}

@@ -1,0 +1,336 @@
+//! [`PlayerSpec`]: a player described by a short string (for the command line) or by
+//! serde (for config files), and turned into player instances by a factory.
+//!
+//! # String forms
+//! Every form takes optional `;key=value` settings after it.
+//!
+//! | string | player |
+//! |---|---|
+//! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` |
+//! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
+//! | `checkpoint:PATH` | MCTS with a trained network (not wired yet: gives an error); settings `visits`, `name` |
+//!
+//! Examples: `uniform:200`, `random;seed=7`,
+//! `tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::player::{MctsPlayer, MoveLimits, Player, RandomPlayer};
+use crate::tei::{TeiConfig, TeiPlayer, split_command_line};
+
+/// A player description.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum PlayerSpec {
+    /// Uniformly random legal moves.
+    Random {
+        /// RNG seed (default: derived from the match seed).
+        #[serde(default)]
+        seed: Option<u64>,
+        /// Display name (default `random`).
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// MCTS with the uniform-policy evaluator.
+    Uniform {
+        /// Visits per move.
+        visits: u32,
+        /// RNG seed for tie breaks (default: derived from the match seed).
+        #[serde(default)]
+        seed: Option<u64>,
+        /// Display name (default `uniform-VISITS`).
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// An external TEI engine.
+    Tei {
+        /// How to run it.
+        config: TeiConfig,
+        /// `go nodes N` (overrides the match's default limit).
+        #[serde(default)]
+        nodes: Option<u64>,
+        /// `go movetime MS` (overrides the match's default limit).
+        #[serde(default)]
+        movetime_ms: Option<u64>,
+    },
+    /// MCTS guided by a trained network checkpoint.
+    Checkpoint {
+        /// The model file.
+        path: PathBuf,
+        /// Visits per move (default: the match's `visits`).
+        #[serde(default)]
+        visits: Option<u32>,
+        /// Display name (default: the file stem).
+        #[serde(default)]
+        name: Option<String>,
+    },
+}
+
+/// Makes fresh instances of one player (each match worker calls it for its own).
+pub type PlayerFactory = Arc<dyn Fn() -> anyhow::Result<Box<dyn Player>> + Send + Sync>;
+
+/// A player entered in a match: its name, its per-move limits and a factory.
+#[derive(Clone)]
+pub struct Entrant {
+    /// Unique name in the match (used in results and ratings).
+    pub name: String,
+    /// Limits passed to every `choose_move`.
+    pub limits: MoveLimits,
+    /// Makes instances.
+    pub factory: PlayerFactory,
+}
+
+impl fmt::Debug for Entrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entrant").field("name", &self.name).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl Entrant {
+    /// An entrant from a name, limits and a factory closure.
+    pub fn new(
+        name: impl Into<String>,
+        limits: MoveLimits,
+        factory: impl Fn() -> anyhow::Result<Box<dyn Player>> + Send + Sync + 'static,
+    ) -> Entrant {
+        Entrant { name: name.into(), limits, factory: Arc::new(factory) }
+    }
+}
+
+fn parse_u64(key: &str, v: &str) -> anyhow::Result<u64> {
+    v.trim().parse().map_err(|_| anyhow!("setting {key}={v:?}: expected a non-negative integer"))
+}
+
+impl PlayerSpec {
+    /// The name used in results and ratings.
+    pub fn name(&self) -> String {
+        match self {
+            PlayerSpec::Random { name, .. } => name.clone().unwrap_or_else(|| "random".into()),
+            PlayerSpec::Uniform { visits, name, .. } => name.clone().unwrap_or_else(|| format!("uniform-{visits}")),
+            PlayerSpec::Tei { config, .. } => config.display_name(),
+            PlayerSpec::Checkpoint { path, name, .. } => name.clone().unwrap_or_else(|| {
+                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
+            }),
+        }
+    }
+
+    /// Turns the spec into an [`Entrant`]. `default_limits` applies to players that do not
+    /// set their own; `seed` seeds players that have no seed of their own.
+    pub fn entrant(&self, default_limits: MoveLimits, seed: u64) -> anyhow::Result<Entrant> {
+        let name = self.name();
+        match self.clone() {
+            PlayerSpec::Random { seed: s, .. } => {
+                let s = s.unwrap_or(seed);
+                let n = name.clone();
+                Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
+            }
+            PlayerSpec::Uniform { visits, seed: s, .. } => {
+                if visits == 0 {
+                    bail!("uniform player needs at least 1 visit");
+                }
+                let s = s.unwrap_or(seed);
+                let n = name.clone();
+                let limits = MoveLimits::nodes(visits as u64);
+                Ok(Entrant::new(name, limits, move || {
+                    let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone())) as Box<dyn Player>)
+                }))
+            }
+            PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
+                if config.program.trim().is_empty() {
+                    bail!("tei player: no program given");
+                }
+                config.name = Some(name.clone());
+                let limits = match (nodes, movetime_ms) {
+                    (Some(n), _) => MoveLimits::nodes(n),
+                    (None, Some(ms)) => MoveLimits::movetime(Duration::from_millis(ms)),
+                    (None, None) => default_limits,
+                };
+                Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
+            }
+            PlayerSpec::Checkpoint { path, .. } => bail!(
+                "checkpoint players are not yet supported by the arena (the network crate is not wired in): {}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl FromStr for PlayerSpec {
+    type Err = anyhow::Error;
+
+    /// Parses the string forms in the [module docs](self).
+    fn from_str(s: &str) -> anyhow::Result<PlayerSpec> {
+        let s = s.trim();
+        let mut parts = s.split(';');
+        let head = parts.next().unwrap_or("").trim();
+        let mut settings: Vec<(String, String)> = Vec::new();
+        for part in parts {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (k, v) = part.split_once('=').ok_or_else(|| anyhow!("player {s:?}: setting {part:?} is not key=value"))?;
+            settings.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let (kind, arg) = match head.split_once(':') {
+            Some((k, a)) => (k.trim().to_ascii_lowercase(), Some(a.trim())),
+            None => (head.to_ascii_lowercase(), None),
+        };
+        let unknown = |k: &str| anyhow!("player {s:?}: unknown setting {k:?} for a {kind} player");
+        let spec = match kind.as_str() {
+            "random" => {
+                if arg.is_some_and(|a| !a.is_empty()) {
+                    bail!("player {s:?}: `random` takes no argument (use random;seed=N)");
+                }
+                let (mut seed, mut name) = (None, None);
+                for (k, v) in &settings {
+                    match k.as_str() {
+                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "name" => name = Some(v.clone()),
+                        _ => return Err(unknown(k)),
+                    }
+                }
+                PlayerSpec::Random { seed, name }
+            }
+            "uniform" => {
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected uniform:VISITS"))?;
+                let visits: u32 = a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                if visits == 0 {
+                    bail!("player {s:?}: visits must be at least 1");
+                }
+                let (mut seed, mut name) = (None, None);
+                for (k, v) in &settings {
+                    match k.as_str() {
+                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "name" => name = Some(v.clone()),
+                        _ => return Err(unknown(k)),
+                    }
+                }
+                PlayerSpec::Uniform { visits, seed, name }
+            }
+            "tei" => {
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
+                let words = split_command_line(a).with_context(|| format!("player {s:?}"))?;
+                let (program, args) = words.split_first().ok_or_else(|| anyhow!("player {s:?}: no program"))?;
+                let mut config = TeiConfig::new(program.clone(), args.iter().cloned());
+                let (mut nodes, mut movetime_ms) = (None, None);
+                for (k, v) in &settings {
+                    if let Some(opt) = k.strip_prefix("option.") {
+                        if opt.is_empty() {
+                            bail!("player {s:?}: empty option name in {k:?}");
+                        }
+                        config.options.push((opt.to_string(), v.clone()));
+                        continue;
+                    }
+                    match k.as_str() {
+                        "name" => config.name = Some(v.clone()),
+                        "nodes" => nodes = Some(parse_u64(k, v)?),
+                        "movetime" => movetime_ms = Some(parse_u64(k, v)?),
+                        "timeout" => config.move_timeout_ms = parse_u64(k, v)?,
+                        "init_timeout" => config.init_timeout_ms = parse_u64(k, v)?,
+                        "halfkomi" => match v.as_str() {
+                            "off" | "false" | "no" => config.send_half_komi = false,
+                            "on" | "true" | "yes" => config.send_half_komi = true,
+                            _ => bail!("player {s:?}: halfkomi must be on or off"),
+                        },
+                        _ => return Err(unknown(k)),
+                    }
+                }
+                PlayerSpec::Tei { config, nodes, movetime_ms }
+            }
+            "checkpoint" => {
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
+                let (mut visits, mut name) = (None, None);
+                for (k, v) in &settings {
+                    match k.as_str() {
+                        "visits" => {
+                            visits = Some(v.parse().map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?)
+                        }
+                        "name" => name = Some(v.clone()),
+                        _ => return Err(unknown(k)),
+                    }
+                }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name }
+            }
+            "" => bail!("empty player description"),
+            other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
+        };
+        if spec.name().is_empty() {
+            bail!("player {s:?}: empty name");
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_forms() {
+        assert_eq!("random".parse::<PlayerSpec>().unwrap(), PlayerSpec::Random { seed: None, name: None });
+        assert_eq!(
+            "random;seed=7;name=r7".parse::<PlayerSpec>().unwrap(),
+            PlayerSpec::Random { seed: Some(7), name: Some("r7".into()) }
+        );
+        assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
+        let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
+        match &t {
+            PlayerSpec::Tei { config, nodes, movetime_ms } => {
+                assert_eq!(config.program, "/opt/tiltak");
+                assert_eq!(config.args, vec!["tei"]);
+                assert_eq!(config.options, vec![("HalfKomi".to_string(), "4".to_string())]);
+                assert_eq!(config.move_timeout_ms, 1500);
+                assert_eq!(*nodes, Some(5000));
+                assert_eq!(*movetime_ms, None);
+            }
+            _ => panic!(),
+        }
+        assert_eq!(t.name(), "tiltak");
+        assert_eq!("tei:\"/a b/eng\" x".parse::<PlayerSpec>().unwrap().name(), "eng");
+        assert_eq!("checkpoint:runs/a/step-1000.mpk".parse::<PlayerSpec>().unwrap().name(), "step-1000");
+    }
+
+    #[test]
+    fn rejects_bad_specs() {
+        for bad in [
+            "",
+            "uniform",
+            "uniform:",
+            "uniform:abc",
+            "uniform:0",
+            "uniform:-3",
+            "random:5",
+            "random;seed",
+            "random;seed=x",
+            "random;colour=red",
+            "tei:",
+            "tei:\"unterminated",
+            "tei:eng;nodes=many",
+            "tei:eng;halfkomi=maybe",
+            "tei:eng;option.=1",
+            "alphazero:1",
+            "checkpoint:",
+        ] {
+            let e = bad.parse::<PlayerSpec>();
+            assert!(e.is_err(), "{bad:?} should be rejected");
+            assert!(!e.unwrap_err().to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn checkpoint_is_not_yet_supported() {
+        let spec: PlayerSpec = "checkpoint:model.bin".parse().unwrap();
+        let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
+        assert!(e.to_string().contains("not yet supported"), "{e}");
+    }
+}
