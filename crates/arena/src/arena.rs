@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{Sender, channel};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -179,7 +179,8 @@ struct Finished {
 
 /// Plays the match between `entrants` (see [`MatchConfig`]), writing game files and
 /// appending to the results file in `out_dir`. `on_game` sees every new record; returning
-/// `ControlFlow::Break` stops the match after the games in progress (used by gating).
+/// `ControlFlow::Break` stops the match once the game pairs in progress are complete
+/// (used by gating; a pair is never left half played).
 /// Returns the records of the games played in this call.
 pub fn run_match(
     config: &MatchConfig,
@@ -231,7 +232,9 @@ pub fn run_match(
 
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let (tx, rx) = channel::<Finished>();
+    // Each result is acknowledged before the worker goes on, so that a stop requested by
+    // `on_game` is seen before the worker takes another job.
+    let (tx, rx) = channel::<(Finished, Sender<()>)>();
     let mut records = Vec::new();
     let mut error: Option<anyhow::Error> = None;
     std::thread::scope(|scope| {
@@ -239,6 +242,7 @@ pub fn run_match(
             let tx = tx.clone();
             let (jobs, next, stop, openings, opening_texts, done) = (&jobs, &next, &stop, &openings, &opening_texts, &done);
             scope.spawn(move || {
+                let (ack_tx, ack_rx) = channel::<()>();
                 let mut players: HashMap<usize, Box<dyn Player>> = HashMap::new();
                 loop {
                     if stop.load(Ordering::SeqCst) {
@@ -262,7 +266,7 @@ pub fn run_match(
                         };
                         let outcome = play_with_instances(&mut players, entrants, white, black, &settings);
                         let finished = Finished { white, black, pair: job.pair, opening: job.opening, outcome };
-                        if tx.send(finished).is_err() {
+                        if tx.send((finished, ack_tx.clone())).is_err() || ack_rx.recv().is_err() {
                             return;
                         }
                     }
@@ -270,8 +274,9 @@ pub fn run_match(
             });
         }
         drop(tx);
-        for f in rx {
+        for (f, ack) in rx {
             if error.is_some() {
+                let _ = ack.send(());
                 continue;
             }
             let r = record_game(config, entrants, out_dir, &results_path, &openings, &opening_texts, &f);
@@ -288,6 +293,7 @@ pub fn run_match(
                     error = Some(e);
                 }
             }
+            let _ = ack.send(());
         }
     });
     match error {
