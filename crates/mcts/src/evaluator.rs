@@ -24,3 +24,30 @@ pub trait Evaluator: Send + Sync {
         1
     }
 }
+
+impl<E: Evaluator + ?Sized> Evaluator for std::sync::Arc<E> {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        (**self).evaluate_batch(positions, legal)
+    }
+    fn preferred_batch_size(&self) -> usize {
+        (**self).preferred_batch_size()
+    }
+}
+
+impl<E: Evaluator + ?Sized> Evaluator for Box<E> {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        (**self).evaluate_batch(positions, legal)
+    }
+    fn preferred_batch_size(&self) -> usize {
+        (**self).preferred_batch_size()
+    }
+}
+
+impl<E: Evaluator + ?Sized> Evaluator for &E {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        (**self).evaluate_batch(positions, legal)
+    }
+    fn preferred_batch_size(&self) -> usize {
+        (**self).preferred_batch_size()
+    }
+}

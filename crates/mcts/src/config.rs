@@ -1,0 +1,70 @@
+//! Search settings.
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the PUCT search. Every field has a default; in TOML only the keys that
+/// differ need to be written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Exploration constant at the start (AlphaZero's `c_init`).
+    pub c_puct: f32,
+    /// Exploration grows as `c_puct + ln((N + c_base + 1) / c_base)` with the parent's
+    /// visits N (AlphaZero's log-growing form); 0 turns the growth off.
+    pub c_base: f32,
+    /// First-play urgency: an unvisited child is valued at the parent's value minus this
+    /// reduction (times the square root of the visited children's prior mass).
+    pub fpu_reduction: f32,
+    /// Add Dirichlet noise to the root priors (self-play exploration). Off for matches.
+    pub root_noise: bool,
+    /// Dirichlet concentration; 0 means `10 / number of legal moves` (KataGo-style scaling).
+    pub dirichlet_alpha: f32,
+    /// Share of the root priors replaced by noise.
+    pub dirichlet_weight: f32,
+    /// Move-selection temperature for the first `temperature_plies` plies.
+    pub temperature: f32,
+    /// Plies played with `temperature`.
+    pub temperature_plies: usize,
+    /// Temperature afterwards (0 = always the most visited move).
+    pub final_temperature: f32,
+    /// Each pending (in-flight) visit counts as this many lost visits while a leaf batch is
+    /// being gathered, steering the next selections elsewhere.
+    pub virtual_loss: f32,
+    /// Leaves gathered per evaluator call by one search.
+    pub leaf_batch: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            c_puct: 1.25,
+            c_base: 19652.0,
+            fpu_reduction: 0.2,
+            root_noise: true,
+            dirichlet_alpha: 0.0,
+            dirichlet_weight: 0.25,
+            temperature: 1.0,
+            temperature_plies: 8,
+            final_temperature: 0.1,
+            virtual_loss: 1.0,
+            leaf_batch: 8,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// The move-selection temperature at `ply`.
+    pub fn temperature(&self, ply: usize) -> f32 {
+        if ply < self.temperature_plies { self.temperature } else { self.final_temperature }
+    }
+
+    /// Exploration constant for a parent with `visits` visits.
+    #[inline]
+    pub fn c_at(&self, visits: u32) -> f32 {
+        if self.c_base > 0.0 {
+            self.c_puct + ((visits as f32 + self.c_base + 1.0) / self.c_base).ln()
+        } else {
+            self.c_puct
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! The search tree and the PUCT playout loop.
+
+use crate::config::SearchConfig;
+use crate::evaluator::Evaluator;
+use bredon_rules::{Move, Position};
+use rand::Rng;
+use rand_distr::{Distribution, Gamma};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const NONE: u32 = u32::MAX;
+
+/// A proven game-theoretic value, from the view of the player who moved into the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proof {
+    Unknown,
+    /// The player who moved into this node wins.
+    Win,
+    /// The player who moved into this node loses.
+    Loss,
+    /// A finished drawn game.
+    Draw,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    mv: Move,
+    prior: f32,
+    visits: u32,
+    /// Sum of values from the view of the player who moved into this node.
+    value_sum: f32,
+    in_flight: u32,
+    first_child: u32,
+    children: u16,
+    expanded: bool,
+    terminal: bool,
+    proof: Proof,
+}
+
+impl Node {
+    fn new(mv: Move, prior: f32) -> Node {
+        Node {
+            mv,
+            prior,
+            visits: 0,
+            value_sum: 0.0,
+            in_flight: 0,
+            first_child: NONE,
+            children: 0,
+            expanded: false,
+            terminal: false,
+            proof: Proof::Unknown,
+        }
+    }
+}
+
+/// When a search stops.
+#[derive(Clone, Debug, Default)]
+pub struct SearchLimits {
+    /// Stop when the root has this many visits (reused ones included).
+    pub visits: Option<u64>,
+    /// Stop when this flag is set (e.g. by a TEI `stop`).
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Stop at this time.
+    pub deadline: Option<Instant>,
+    /// Call the progress callback at most this often.
+    pub progress_every: Option<Duration>,
+}
+
+/// What a search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchResult {
+    /// Visits per root move (the training target). They sum to the root's visits minus
+    /// one: the root's own first visit is its expansion.
+    pub visits: Vec<(Move, u32)>,
+    /// Expected outcome for the side to move at the root, in [-1, 1] (±1 when proven).
+    pub value: f32,
+    /// The move to play: a proven win if there is one, else the most visited move that is
+    /// not a proven loss.
+    pub best_move: Option<Move>,
+    /// Principal variation: most visited moves from the root.
+    pub pv: Vec<Move>,
+    /// Playouts done by this call (not counting reused visits).
+    pub playouts: u64,
+    /// Total visits of the root.
+    pub root_visits: u64,
+    /// Whether the root's value is proven (a forced result).
+    pub proven: bool,
+}
+
+impl SearchResult {
+    /// Picks a move: temperature 0 gives `best_move`; otherwise moves are drawn with
+    /// probability ∝ visits^(1/temperature), never a proven loss while others exist.
+    /// Returns `None` only if the root has no legal moves.
+    pub fn select_move(&self, temperature: f32, rng: &mut impl Rng) -> Move {
+        self.try_select_move(temperature, rng).expect("select_move on a finished game")
+    }
+
+    /// Like [`SearchResult::select_move`], `None` if the root has no moves.
+    pub fn try_select_move(&self, temperature: f32, rng: &mut impl Rng) -> Option<Move> {
+        if temperature <= 1e-3 || self.proven {
+            return self.best_move;
+        }
+        let weights: Vec<f64> =
+            self.visits.iter().map(|&(_, v)| (v as f64).powf(1.0 / temperature as f64)).collect();
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return self.best_move;
+        }
+        let mut x = rng.random::<f64>() * total;
+        for (i, w) in weights.iter().enumerate() {
+            if x < *w {
+                return Some(self.visits[i].0);
+            }
+            x -= w;
+        }
+        self.best_move
+    }
+}
+
+struct Leaf {
+    node: u32,
+    path_start: usize,
+    path_len: usize,
+    position: Position,
+    moves: Vec<Move>,
+}
+
+/// The tree of one game. Reuse it from move to move with [`Search::advance`].
+pub struct Search {
+    config: SearchConfig,
+    root_pos: Position,
+    nodes: Vec<Node>,
+    root: u32,
+    noise_applied: bool,
+    // Scratch buffers reused across playouts.
+    paths: Vec<u32>,
+    path: Vec<u32>,
+    move_buf: Vec<Move>,
+}
+
+impl Search {
+    /// A new tree rooted at `position`.
+    pub fn new(position: Position, config: SearchConfig) -> Search {
+        let mut nodes = Vec::with_capacity(1024);
+        nodes.push(Node::new(Move::default(), 1.0));
+        Search {
+            config,
+            root_pos: position,
+            nodes,
+            root: 0,
+            noise_applied: false,
+            paths: Vec::new(),
+            path: Vec::new(),
+            move_buf: Vec::new(),
+        }
+    }
+
+    /// The root position.
+    pub fn position(&self) -> &Position {
+        &self.root_pos
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Turns root noise on or off for the next searches (e.g. off for fast searches under
+    /// playout-cap randomisation).
+    pub fn set_root_noise(&mut self, on: bool) {
+        self.config.root_noise = on;
+    }
+
+    /// Visits of the root so far.
+    pub fn root_visits(&self) -> u32 {
+        self.nodes[self.root as usize].visits
+    }
+
+    /// Priors of the children of the node reached from the root by `path`, if that node
+    /// is expanded (for inspection and tests).
+    pub fn priors_at(&self, path: &[Move]) -> Option<Vec<(Move, f32)>> {
+        let mut node = self.root;
+        for &mv in path {
+            let n = &self.nodes[node as usize];
+            if !n.expanded {
+                return None;
+            }
+            node = (n.first_child..n.first_child + n.children as u32).find(|&c| self.nodes[c as usize].mv == mv)?;
+        }
+        let n = &self.nodes[node as usize];
+        n.expanded.then(|| self.children(node).iter().map(|c| (c.mv, c.prior)).collect())
+    }
+
+    /// Nodes held by the tree.
+    pub fn tree_size(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Plays `mv` at the root, keeping its subtree (compacted into a fresh arena).
+    pub fn advance(&mut self, mv: Move) {
+        self.root_pos.make(mv);
+        let root = &self.nodes[self.root as usize];
+        let child = (root.expanded)
+            .then(|| {
+                (root.first_child..root.first_child + root.children as u32)
+                    .find(|&c| self.nodes[c as usize].mv == mv)
+            })
+            .flatten();
+        let mut fresh = Vec::with_capacity(1024);
+        match child {
+            Some(c) => {
+                // Breadth-first copy of the subtree.
+                let mut top = self.nodes[c as usize].clone();
+                top.in_flight = 0;
+                fresh.push(top);
+                let mut i = 0;
+                while i < fresh.len() {
+                    let n = fresh[i].clone();
+                    if n.expanded && n.children > 0 {
+                        let first = fresh.len() as u32;
+                        for k in 0..n.children as u32 {
+                            fresh.push(self.nodes[(n.first_child + k) as usize].clone());
+                        }
+                        fresh[i].first_child = first;
+                    }
+                    i += 1;
+                }
+            }
+            None => fresh.push(Node::new(mv, 1.0)),
+        }
+        self.nodes = fresh;
+        self.root = 0;
+        self.noise_applied = false;
+    }
+
+    /// Searches until the root has `visits` visits.
+    pub fn run<E: Evaluator + ?Sized>(&mut self, evaluator: &E, visits: u64, rng: &mut impl Rng) -> SearchResult {
+        let limits = SearchLimits { visits: Some(visits), ..Default::default() };
+        self.run_with(evaluator, &limits, rng, |_| {})
+    }
+
+    /// Searches until a limit is reached, calling `on_progress` periodically.
+    pub fn run_with<E: Evaluator + ?Sized>(
+        &mut self,
+        evaluator: &E,
+        limits: &SearchLimits,
+        rng: &mut impl Rng,
+        mut on_progress: impl FnMut(&SearchResult),
+    ) -> SearchResult {
+        let mut playouts = 0u64;
+        let mut last_progress = Instant::now();
+        if self.root_pos.result().is_some() {
+            return self.result(0);
+        }
+        loop {
+            let root_visits = self.nodes[self.root as usize].visits as u64;
+            if limits.visits.is_some_and(|v| root_visits >= v)
+                || limits.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+                || limits.deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                break;
+            }
+            if self.nodes[self.root as usize].proof != Proof::Unknown && root_visits > 0 {
+                break; // proven: more search changes nothing
+            }
+            if self.nodes[self.root as usize].expanded && self.config.root_noise && !self.noise_applied {
+                self.apply_noise(rng);
+            }
+            let budget = limits.visits.map_or(u64::MAX, |v| v - root_visits);
+            let done = self.step(evaluator, budget.min(self.config.leaf_batch.max(1) as u64) as usize);
+            if done == 0 {
+                break;
+            }
+            playouts += done as u64;
+            if let Some(every) = limits.progress_every
+                && last_progress.elapsed() >= every
+            {
+                last_progress = Instant::now();
+                on_progress(&self.result(playouts));
+            }
+        }
+        self.result(playouts)
+    }
+
+    fn apply_noise(&mut self, rng: &mut impl Rng) {
+        self.noise_applied = true;
+        let root = &self.nodes[self.root as usize];
+        let (first, n) = (root.first_child as usize, root.children as usize);
+        if n < 2 {
+            return;
+        }
+        let alpha = if self.config.dirichlet_alpha > 0.0 { self.config.dirichlet_alpha } else { 10.0 / n as f32 };
+        let Ok(gamma) = Gamma::new(alpha as f64, 1.0) else { return };
+        let noise: Vec<f64> = (0..n).map(|_| gamma.sample(rng)).collect();
+        let sum: f64 = noise.iter().sum();
+        if sum <= 0.0 {
+            return;
+        }
+        let w = self.config.dirichlet_weight;
+        for (k, x) in noise.iter().enumerate() {
+            let c = &mut self.nodes[first + k];
+            c.prior = (1.0 - w) * c.prior + w * (*x / sum) as f32;
+        }
+    }
+
+    /// One round: gathers up to `max_leaves` leaves, evaluates them in one batch, backs
+    /// up. Returns the number of playouts completed (terminal ones included).
+    fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, max_leaves: usize) -> usize {
+        let mut leaves: Vec<Leaf> = Vec::with_capacity(max_leaves);
+        self.paths.clear();
+        let mut done = 0;
+        let mut attempts = 0;
+        while leaves.len() + done < max_leaves && attempts < max_leaves * 2 {
+            attempts += 1;
+            let mut pos = self.root_pos.clone();
+            self.path.clear();
+            let mut node = self.root;
+            self.path.push(node);
+            let collision = loop {
+                let n = &self.nodes[node as usize];
+                if n.terminal {
+                    break false;
+                }
+                if !n.expanded {
+                    if n.in_flight > 0 {
+                        break true;
+                    }
+                    if let Some(r) = pos.result() {
+                        let mover = pos.side_to_move().opposite();
+                        let nn = &mut self.nodes[node as usize];
+                        nn.terminal = true;
+                        let s = r.score_for(mover);
+                        nn.proof = if s > 0.0 {
+                            Proof::Win
+                        } else if s < 0.0 {
+                            Proof::Loss
+                        } else {
+                            Proof::Draw
+                        };
+                    }
+                    break false;
+                }
+                let child = self.select_child(node);
+                pos.make(self.nodes[child as usize].mv);
+                node = child;
+                self.path.push(node);
+            };
+            if collision {
+                break;
+            }
+            let leaf = node;
+            if self.nodes[leaf as usize].terminal {
+                let v = match self.nodes[leaf as usize].proof {
+                    Proof::Win => 1.0,
+                    Proof::Loss => -1.0,
+                    _ => 0.0,
+                };
+                let path = std::mem::take(&mut self.path);
+                self.backup(&path, v);
+                self.path = path;
+                done += 1;
+                continue;
+            }
+            // A fresh leaf: mark the path in flight and queue it.
+            for &p in &self.path {
+                self.nodes[p as usize].in_flight += 1;
+            }
+            self.move_buf.clear();
+            pos.generate_moves(&mut self.move_buf);
+            let start = self.paths.len();
+            self.paths.extend_from_slice(&self.path);
+            leaves.push(Leaf {
+                node: leaf,
+                path_start: start,
+                path_len: self.path.len(),
+                position: pos,
+                moves: self.move_buf.clone(),
+            });
+        }
+        if leaves.is_empty() {
+            return done;
+        }
+        let positions: Vec<&Position> = leaves.iter().map(|l| &l.position).collect();
+        let legal: Vec<&[Move]> = leaves.iter().map(|l| l.moves.as_slice()).collect();
+        let evals = evaluator.evaluate_batch(&positions, &legal);
+        let paths = std::mem::take(&mut self.paths);
+        for (leaf, ev) in leaves.iter().zip(evals) {
+            let path = &paths[leaf.path_start..leaf.path_start + leaf.path_len];
+            for &p in path {
+                self.nodes[p as usize].in_flight -= 1;
+            }
+            self.expand(leaf.node, &leaf.moves, &ev.policy);
+            // The evaluator's value is for the side to move at the leaf; the node stores
+            // values for the player who moved into it.
+            self.backup(path, -ev.value.clamp(-1.0, 1.0));
+            done += 1;
+        }
+        self.paths = paths;
+        done
+    }
+
+    fn expand(&mut self, node: u32, moves: &[Move], policy: &[f32]) {
+        let first = self.nodes.len() as u32;
+        let total: f32 = policy.iter().take(moves.len()).filter(|p| p.is_finite() && **p > 0.0).sum();
+        for (i, &mv) in moves.iter().enumerate() {
+            let p = policy.get(i).copied().filter(|p| p.is_finite() && *p > 0.0).unwrap_or(0.0);
+            let prior = if total > 0.0 { p / total } else { 1.0 / moves.len() as f32 };
+            self.nodes.push(Node::new(mv, prior));
+        }
+        let n = &mut self.nodes[node as usize];
+        n.first_child = first;
+        n.children = moves.len() as u16;
+        n.expanded = true;
+    }
+
+    /// Adds `value` (for the player who moved into the last node of `path`) along the path,
+    /// flipping sign each ply, then propagates proofs upwards.
+    fn backup(&mut self, path: &[u32], value: f32) {
+        let mut v = value;
+        for &p in path.iter().rev() {
+            let n = &mut self.nodes[p as usize];
+            n.visits += 1;
+            n.value_sum += v;
+            v = -v;
+        }
+        // Proof propagation: a node whose mover-to-play has a winning child is lost for the
+        // player who moved into it; a node all of whose children lose is won.
+        for &p in path.iter().rev() {
+            let n = &self.nodes[p as usize];
+            if n.proof != Proof::Unknown || !n.expanded || n.children == 0 {
+                if n.proof == Proof::Unknown {
+                    break;
+                }
+                continue;
+            }
+            let (first, k) = (n.first_child as usize, n.children as usize);
+            let kids = &self.nodes[first..first + k];
+            let proof = if kids.iter().any(|c| c.proof == Proof::Win) {
+                Proof::Loss
+            } else if kids.iter().all(|c| c.proof == Proof::Loss) {
+                Proof::Win
+            } else {
+                break;
+            };
+            self.nodes[p as usize].proof = proof;
+        }
+    }
+
+    fn select_child(&self, node: u32) -> u32 {
+        let n = &self.nodes[node as usize];
+        let (first, k) = (n.first_child as usize, n.children as usize);
+        let kids = &self.nodes[first..first + k];
+        if let Some(i) = kids.iter().position(|c| c.proof == Proof::Win) {
+            return (first + i) as u32;
+        }
+        let parent_visits = n.visits + n.in_flight;
+        let c = self.config.c_at(n.visits);
+        let sqrt_n = (parent_visits.max(1) as f32).sqrt();
+        // First-play urgency: the parent's value (for the player choosing) minus a reduction.
+        let parent_q = if n.visits > 0 { -n.value_sum / n.visits as f32 } else { 0.0 };
+        let visited_mass: f32 = kids.iter().filter(|c| c.visits > 0).map(|c| c.prior).sum();
+        let fpu = parent_q - self.config.fpu_reduction * visited_mass.sqrt();
+        let vl = self.config.virtual_loss;
+        let mut best = first;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, ch) in kids.iter().enumerate() {
+            let q = match ch.proof {
+                Proof::Loss => -10.0,
+                Proof::Draw => 0.0,
+                _ => {
+                    let n_eff = ch.visits as f32 + ch.in_flight as f32 * vl;
+                    if n_eff > 0.0 {
+                        (ch.value_sum - ch.in_flight as f32 * vl) / n_eff
+                    } else {
+                        fpu
+                    }
+                }
+            };
+            let u = c * ch.prior * sqrt_n / (1.0 + ch.visits as f32 + ch.in_flight as f32);
+            let score = q + u;
+            if score > best_score {
+                best_score = score;
+                best = first + i;
+            }
+        }
+        best as u32
+    }
+
+    fn children(&self, node: u32) -> &[Node] {
+        let n = &self.nodes[node as usize];
+        if !n.expanded {
+            return &[];
+        }
+        &self.nodes[n.first_child as usize..n.first_child as usize + n.children as usize]
+    }
+
+    fn best_child(&self, node: u32) -> Option<&Node> {
+        let kids = self.children(node);
+        if let Some(w) = kids.iter().find(|c| c.proof == Proof::Win) {
+            return Some(w);
+        }
+        let key = |c: &&Node| {
+            let lost = c.proof == Proof::Loss;
+            (!lost, c.visits, (c.prior * 1e6) as u64)
+        };
+        kids.iter().max_by_key(key)
+    }
+
+    /// The current result without searching more.
+    pub fn result(&self, playouts: u64) -> SearchResult {
+        let root = &self.nodes[self.root as usize];
+        let visits: Vec<(Move, u32)> = self.children(self.root).iter().map(|c| (c.mv, c.visits)).collect();
+        let (value, proven) = match root.proof {
+            Proof::Win => (-1.0, true),
+            Proof::Loss => (1.0, true),
+            Proof::Draw => (0.0, true),
+            Proof::Unknown if root.visits > 0 => (-root.value_sum / root.visits as f32, false),
+            Proof::Unknown => (0.0, false),
+        };
+        let mut pv = Vec::new();
+        let mut node = self.root;
+        while let Some(c) = self.best_child(node) {
+            if c.visits == 0 && c.proof != Proof::Win {
+                break;
+            }
+            pv.push(c.mv);
+            let idx = (c as *const Node as usize - self.nodes.as_ptr() as usize) / std::mem::size_of::<Node>();
+            node = idx as u32;
+            if pv.len() > 64 {
+                break;
+            }
+        }
+        SearchResult {
+            best_move: self.best_child(self.root).map(|c| c.mv),
+            visits,
+            value: value.clamp(-1.0, 1.0),
+            pv,
+            playouts,
+            root_visits: root.visits as u64,
+            proven,
+        }
+    }
+}
