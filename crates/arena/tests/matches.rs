@@ -229,3 +229,30 @@ fn results_file_survives_a_torn_last_line() {
     // A missing file has no records.
     assert!(load_records(&dir.path().join("none.jsonl")).unwrap().is_empty());
 }
+
+#[test]
+fn gate_accepts_a_much_stronger_candidate() {
+    use bredon_arena::{GateConfig, GateState, SprtModel, run_gate};
+    let dir = tempfile::tempdir().unwrap();
+    let config = MatchConfig {
+        size: 4,
+        games_per_pairing: 200,
+        openings: OpeningsConfig::Random { plies: 2, count: 100, seed: 5 },
+        max_plies: 100,
+        ..MatchConfig::default()
+    };
+    let entrants = entrants_from_specs(&config, &specs(&["uniform:64", "random;seed=8"])).unwrap();
+    let sprt = GateConfig::Sprt { elo0: 0.0, elo1: 50.0, alpha: 0.05, beta: 0.05, model: SprtModel::Pentanomial };
+    let report = run_gate(&config, &entrants[0], &entrants[1], &sprt, dir.path()).unwrap();
+    assert_eq!(report.state, GateState::AcceptH1, "{report:?}");
+    assert!(report.games < 200 && report.games % 2 == 0, "{}", report.games);
+    assert!(report.score > 0.7, "{}", report.score);
+    assert_eq!(load_records(&dir.path().join("results.jsonl")).unwrap().len(), report.games);
+
+    let fixed = GateConfig::Fixed { games: 6, threshold: 0.55 };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = MatchConfig { games_per_pairing: 6, ..config };
+    let report = run_gate(&cfg, &entrants[0], &entrants[1], &fixed, dir.path()).unwrap();
+    assert_eq!(report.games, 6);
+    assert_eq!(report.state, GateState::AcceptH1, "{report:?}");
+}
