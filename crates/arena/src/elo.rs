@@ -252,8 +252,9 @@ fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
             if r != col {
                 let f = m[r][col] / m[col][col];
                 if f != 0.0 {
-                    for c in col..=n {
-                        m[r][c] -= f * m[col][c];
+                    let pivot_row = m[col].clone();
+                    for (x, p) in m[r][col..].iter_mut().zip(&pivot_row[col..]) {
+                        *x -= f * p;
                     }
                 }
             }

@@ -26,6 +26,8 @@
 //! println!("{table}");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod arena;
 pub mod elo;
 pub mod game;
@@ -45,7 +47,7 @@ pub use openings::{Opening, OpeningsConfig, load_openings};
 pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
 pub use plot::{EloPoint, plot_elo, render_elo_svg};
 pub use results::{GameRecord, append_record, load_records, write_atomic};
-pub use search_glue::{SearchConfig, UniformEvaluator};
+pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};
 pub use spec::{Entrant, PlayerFactory, PlayerSpec};
 pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};
 pub use tei::{TeiConfig, TeiPlayer};

@@ -136,8 +136,10 @@ impl Player for RandomPlayer {
 /// PUCT Monte Carlo tree search with any [`Evaluator`] and a fixed number of visits per
 /// move. With [`crate::UniformEvaluator`] it is the uniform-policy baseline.
 ///
-/// `MoveLimits::nodes`, when given, overrides the player's own visit count;
-/// `movetime` and `clock` are ignored (the search is budgeted in visits only).
+/// Budget per move: `MoveLimits::nodes` if given, else `MoveLimits::movetime` (searched
+/// until the deadline), else the player's own visit count; the clock is not used.
+/// The search is `bredon_mcts::Search` with a fresh tree each move and no root noise
+/// (see [`crate::search_glue`]).
 pub struct MctsPlayer {
     evaluator: Arc<dyn Evaluator>,
     visits: u32,
@@ -147,13 +149,13 @@ pub struct MctsPlayer {
 }
 
 impl MctsPlayer {
-    /// A player searching `visits` visits per move with `evaluator`, the default search
-    /// configuration and an RNG seeded with `seed`.
+    /// A player searching `visits` visits per move with `evaluator`,
+    /// [`crate::search_glue::match_search_config`] and an RNG seeded with `seed`.
     pub fn new(evaluator: Arc<dyn Evaluator>, visits: u32, seed: u64, name: impl Into<String>) -> MctsPlayer {
         MctsPlayer {
             evaluator,
             visits: visits.max(1),
-            config: crate::search_glue::SearchConfig::default(),
+            config: crate::search_glue::match_search_config(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             name: name.into(),
         }
@@ -192,7 +194,12 @@ impl Player for MctsPlayer {
     }
 
     fn choose_move(&mut self, pos: &Position, _history: &[Move], limits: &MoveLimits) -> Result<Move, PlayerError> {
-        let visits = limits.nodes.map_or(self.visits, |n| n.clamp(1, u32::MAX as u64) as u32);
-        crate::search_glue::search_best_move(pos, &*self.evaluator, &self.config, visits, &mut self.rng)
+        use crate::search_glue::{Budget, search_best_move};
+        let budget = match (limits.nodes, limits.movetime) {
+            (Some(n), _) => Budget::Visits(n.max(1)),
+            (None, Some(t)) => Budget::Time(t),
+            (None, None) => Budget::Visits(self.visits as u64),
+        };
+        search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng)
     }
 }

@@ -83,7 +83,7 @@ pub struct Sprt {
 impl Sprt {
     /// A new test. `elo0 < elo1`, `0 < alpha, beta < 1`.
     pub fn new(elo0: f64, elo1: f64, alpha: f64, beta: f64, model: SprtModel) -> anyhow::Result<Sprt> {
-        if !(elo0 < elo1) {
+        if elo0.partial_cmp(&elo1) != Some(std::cmp::Ordering::Less) {
             anyhow::bail!("SPRT needs elo0 < elo1 (got {elo0} and {elo1})");
         }
         if !(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0) {

@@ -245,7 +245,7 @@ fn gate_accepts_a_much_stronger_candidate() {
     let sprt = GateConfig::Sprt { elo0: 0.0, elo1: 50.0, alpha: 0.05, beta: 0.05, model: SprtModel::Pentanomial };
     let report = run_gate(&config, &entrants[0], &entrants[1], &sprt, dir.path()).unwrap();
     assert_eq!(report.state, GateState::AcceptH1, "{report:?}");
-    assert!(report.games < 200 && report.games % 2 == 0, "{}", report.games);
+    assert!(report.games < 200 && report.games.is_multiple_of(2), "{}", report.games);
     assert!(report.score > 0.7, "{}", report.score);
     assert_eq!(load_records(&dir.path().join("results.jsonl")).unwrap().len(), report.games);
 

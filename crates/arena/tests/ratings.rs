@@ -59,12 +59,12 @@ fn fit_recovers_known_ratings_with_covering_intervals() {
     let fit = fit_elo(4, &games, 0, &EloOptions::default());
     assert_eq!(fit.elo[0], 0.0);
     assert_eq!(fit.stderr[0], 0.0);
-    for i in 1..4 {
+    for (i, &true_elo) in truth.iter().enumerate().skip(1) {
         let (elo, se) = (fit.elo[i], fit.stderr[i]);
-        assert!((elo - truth[i]).abs() < 35.0, "player {i}: fitted {elo:.1}, true {}", truth[i]);
+        assert!((elo - true_elo).abs() < 35.0, "player {i}: fitted {elo:.1}, true {true_elo}");
         assert!(se > 3.0 && se < 25.0, "player {i}: standard error {se}");
         let (lo, hi) = (elo - 1.96 * se, elo + 1.96 * se);
-        assert!(lo <= truth[i] && truth[i] <= hi, "player {i}: [{lo:.1}, {hi:.1}] misses {}", truth[i]);
+        assert!(lo <= true_elo && true_elo <= hi, "player {i}: [{lo:.1}, {hi:.1}] misses {true_elo}");
     }
 
     // The table gives the same numbers, per-colour scores and the anchor.

@@ -57,10 +57,8 @@ fn main() {
             Some("isready") => {
                 let _ = writeln!(out, "readyok");
             }
-            Some("setoption") => {
-                if words.len() >= 5 && words[2] == "HalfKomi" {
-                    half_komi = words[4].parse().unwrap_or(0);
-                }
+            Some("setoption") if words.len() >= 5 && words[2] == "HalfKomi" => {
+                half_komi = words[4].parse().unwrap_or(0);
             }
             Some("teinewgame") => {
                 size = words.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
