@@ -1,1 +1,29 @@
-//! placeholder
+//! # bredon-nn
+//!
+//! Bredon's policy/value network on burn (flex backend, pure Rust CPU).
+//!
+//! - [`encoding`]: the input planes (documented there), from the side to move's view.
+//! - [`policy`]: the fixed move index space per board size and the legal-move softmax.
+//! - [`model`]: the residual CNN ([`NetConfig`], [`TakNet`]).
+//! - [`inference`]: [`NetEvaluator`] (implements `bredon_mcts::Evaluator`) and the batching
+//!   [`InferenceService`]: one thread owns the model, many searches send it positions.
+//! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
+//! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
+
+pub mod checkpoint;
+pub mod encoding;
+pub mod fsutil;
+pub mod inference;
+pub mod model;
+pub mod policy;
+pub mod train;
+
+pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
+pub use inference::{InferenceService, NetEvaluator};
+pub use model::{NetConfig, TakNet};
+pub use train::{Losses, TrainExample, Trainer};
+
+/// The device networks run on: burn's pure-Rust CPU backend.
+pub fn device() -> burn::prelude::Device {
+    burn::prelude::Device::flex()
+}

@@ -3,7 +3,7 @@
 //! The main job of Bredon: generations of self-play with the current network, a replay
 //! window of stored games, training, checkpoints, and evaluation — resumable after a kill.
 
-pub mod fsutil;
+pub use bredon_nn::fsutil;
 pub mod replay;
 pub mod rundir;
 pub mod tb;

@@ -1,0 +1,167 @@
+//! The training step: policy cross-entropy against the search's visit distribution plus
+//! value mean squared error against the game result, optimised with Adam or SGD+momentum.
+
+use anyhow::{Result, bail};
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
+use bredon_rules::{Move, Position};
+
+use crate::encoding::{encode, input_len};
+use crate::model::{NetConfig, TakNet};
+use crate::policy::{move_to_index, policy_size};
+
+/// One training example: a position and its targets.
+#[derive(Clone, Debug)]
+pub struct TrainExample {
+    /// The position (encoded at training time).
+    pub position: Position,
+    /// Target probability of moves (the normalised visit counts).
+    pub policy: Vec<(Move, f32)>,
+    /// Game outcome for the side to move: +1, 0, -1.
+    pub value: f32,
+}
+
+/// Mean losses of one step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Losses {
+    /// Policy cross-entropy.
+    pub policy: f64,
+    /// Value mean squared error.
+    pub value: f64,
+    /// Weighted total that was minimised.
+    pub total: f64,
+    /// Mean entropy of the predicted policy (over all outputs).
+    pub entropy: f64,
+}
+
+/// Optimiser settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerSettings {
+    /// `adam` or `sgd` (momentum 0.9).
+    pub kind: String,
+    /// L2 weight decay.
+    pub weight_decay: f64,
+    /// Weight of the value loss.
+    pub value_loss_weight: f64,
+}
+
+impl Default for OptimizerSettings {
+    fn default() -> Self {
+        OptimizerSettings { kind: "adam".into(), weight_decay: 1e-4, value_loss_weight: 1.0 }
+    }
+}
+
+/// A network being trained, with its optimiser.
+pub struct Trainer {
+    /// Architecture (size set).
+    pub config: NetConfig,
+    model: Option<TakNet>,
+    optim: ModuleOptimizer,
+    settings: OptimizerSettings,
+    device: Device,
+}
+
+fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
+    let wd = (s.weight_decay > 0.0).then(|| WeightDecayConfig::new(s.weight_decay as f32));
+    Ok(match s.kind.as_str() {
+        "adam" => AdamConfig::new().with_weight_decay(wd).init(),
+        "sgd" => SgdConfig::new()
+            .with_weight_decay(wd)
+            .with_momentum(Some(MomentumConfig::new().with_dampening(0.0)))
+            .init(),
+        other => bail!("unknown optimizer {other:?} (use adam or sgd)"),
+    })
+}
+
+/// Encodes positions into one input tensor on `device`.
+pub(crate) fn encode_batch<'a>(positions: impl ExactSizeIterator<Item = &'a Position>, size: usize, device: &Device) -> Tensor<4> {
+    let b = positions.len();
+    let len = input_len(size);
+    let mut data = vec![0.0f32; b * len];
+    for (i, p) in positions.enumerate() {
+        encode(p, &mut data[i * len..(i + 1) * len]);
+    }
+    Tensor::from_data(TensorData::new(data, [b, crate::encoding::PLANES, size, size]), device)
+}
+
+impl Trainer {
+    /// A new randomly initialised network. `seed` makes the initialisation repeatable.
+    pub fn new(config: &NetConfig, settings: OptimizerSettings, seed: u64) -> Result<Trainer> {
+        if !(3..=8).contains(&config.size) {
+            bail!("network size {} is not a board size", config.size);
+        }
+        let device = crate::device().autodiff();
+        device.seed(seed);
+        let model = TakNet::new(config, &device);
+        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })
+    }
+
+    /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately).
+    pub fn from_model(config: &NetConfig, model: TakNet, settings: OptimizerSettings) -> Result<Trainer> {
+        let device = crate::device().autodiff();
+        let model = model.to_device(&device).train();
+        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })
+    }
+
+    /// The current weights as an inference model (plain CPU device, eval mode).
+    pub fn model(&self) -> TakNet {
+        self.model.as_ref().expect("model present").valid()
+    }
+
+    /// Saves the optimiser state (e.g. Adam moments) to `path`.
+    pub fn save_optimizer(&self, path: &std::path::Path) -> Result<()> {
+        self.optim.save(path).map_err(|e| anyhow::anyhow!("saving optimizer state: {e:?}"))
+    }
+
+    /// Loads optimiser state saved by [`Trainer::save_optimizer`].
+    pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<()> {
+        let fresh = make_optimizer(&self.settings)?;
+        let optim = std::mem::replace(&mut self.optim, fresh);
+        self.optim = optim.load(path).map_err(|e| anyhow::anyhow!("loading optimizer state {}: {e:?}", path.display()))?;
+        Ok(())
+    }
+
+    /// One optimisation step on `batch` at learning rate `lr`.
+    pub fn step(&mut self, batch: &[TrainExample], lr: f64) -> Result<Losses> {
+        if batch.is_empty() {
+            bail!("empty training batch");
+        }
+        let n = self.config.size;
+        let b = batch.len();
+        let p_size = policy_size(n);
+        let x = encode_batch(batch.iter().map(|e| &e.position), n, &self.device);
+        let mut pi = vec![0.0f32; b * p_size];
+        let mut z = vec![0.0f32; b];
+        for (i, e) in batch.iter().enumerate() {
+            if e.position.size() != n {
+                bail!("example of size {} for a {n}x{n} network", e.position.size());
+            }
+            for &(mv, p) in &e.policy {
+                pi[i * p_size + move_to_index(mv, n)] += p;
+            }
+            z[i] = e.value;
+        }
+        let pi = Tensor::<2>::from_data(TensorData::new(pi, [b, p_size]), &self.device);
+        let z = Tensor::<2>::from_data(TensorData::new(z, [b, 1]), &self.device);
+        let model = self.model.take().expect("model present");
+        let (logits, value) = model.forward(x);
+        let logp = log_softmax(logits, 1);
+        let policy_loss = (pi * logp.clone()).sum_dim(1).mean().neg();
+        let diff = value - z;
+        let value_loss = (diff.clone() * diff).mean();
+        let total = policy_loss.clone() + value_loss.clone().mul_scalar(self.settings.value_loss_weight);
+        let entropy = (logp.clone().exp() * logp).sum_dim(1).mean().neg();
+        let losses = Losses {
+            policy: policy_loss.clone().detach().into_scalar::<f32>() as f64,
+            value: value_loss.detach().into_scalar::<f32>() as f64,
+            total: total.clone().detach().into_scalar::<f32>() as f64,
+            entropy: entropy.detach().into_scalar::<f32>() as f64,
+        };
+        let grads = GradientsParams::from_grads(total.backward(), &model);
+        self.model = Some(self.optim.step(lr, model, grads));
+        Ok(losses)
+    }
+}

@@ -1,0 +1,128 @@
+//! Behaviour of the network crate with tiny nets.
+
+use bredon_mcts::Evaluator;
+use bredon_nn::checkpoint::ModelMeta;
+use bredon_nn::inference::InferenceService;
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, load_exported, export_model, load_model, save_model};
+use bredon_rules::Position;
+use rand::{Rng, SeedableRng};
+
+fn tiny(size: usize) -> NetConfig {
+    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2 }
+}
+
+fn positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let mut pos = Position::new(size).unwrap();
+        let plies = rng.random_range(0..12);
+        for _ in 0..plies {
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
+        }
+        if pos.result().is_none() {
+            out.push(pos);
+        }
+    }
+    out
+}
+
+fn evaluate(ev: &dyn Evaluator, ps: &[Position]) -> Vec<bredon_mcts::Evaluation> {
+    let legal: Vec<Vec<_>> = ps.iter().map(|p| p.legal_moves()).collect();
+    let refs: Vec<&Position> = ps.iter().collect();
+    let lrefs: Vec<&[_]> = legal.iter().map(|l| l.as_slice()).collect();
+    ev.evaluate_batch(&refs, &lrefs)
+}
+
+#[test]
+fn save_load_and_export_give_identical_outputs() {
+    let cfg = tiny(4);
+    let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 1).unwrap();
+    let model = trainer.model();
+    let ps = positions(4, 5, 2);
+    let before = evaluate(&NetEvaluator::new(model.clone(), 4), &ps);
+    for e in &before {
+        assert!((e.policy.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+        assert!((-1.0..=1.0).contains(&e.value));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let meta = ModelMeta::new(&cfg, 0, 7, 1);
+    save_model(&model, &meta, dir.path()).unwrap();
+    let (loaded, m2) = load_model(dir.path()).unwrap();
+    assert_eq!(m2, meta);
+    assert_eq!(evaluate(&NetEvaluator::new(loaded, 4), &ps), before);
+    let file = dir.path().join("exported.bredon");
+    export_model(&model, &meta, &file).unwrap();
+    let (exp, m3) = load_exported(&file).unwrap();
+    assert_eq!(m3, meta);
+    assert_eq!(evaluate(&NetEvaluator::new(exp, 4), &ps), before);
+    // A wrong input version is refused with a message naming it.
+    let mut bad = meta.clone();
+    bad.input_version += 1;
+    std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
+    let err = format!("{:#}", load_model(dir.path()).unwrap_err());
+    assert!(err.contains("input format version"), "{err}");
+    assert!(load_exported(&dir.path().join("model.json")).is_err());
+}
+
+#[test]
+fn training_reduces_the_loss_on_a_fixed_batch() {
+    let cfg = tiny(3);
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    let batch: Vec<TrainExample> = positions(3, 16, 5)
+        .into_iter()
+        .map(|p| {
+            let moves = p.legal_moves();
+            let target = moves[rng.random_range(0..moves.len())];
+            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p }
+        })
+        .collect();
+    let first = trainer.step(&batch, 0.01).unwrap();
+    let mut last = first;
+    for _ in 0..100 {
+        last = trainer.step(&batch, 0.01).unwrap();
+    }
+    assert!(last.policy < first.policy * 0.5, "policy loss {} -> {}", first.policy, last.policy);
+    assert!(last.value < first.value, "value loss {} -> {}", first.value, last.value);
+    // Optimiser state survives a save/load round trip.
+    let dir = tempfile::tempdir().unwrap();
+    trainer.save_optimizer(&dir.path().join("optim.bpk")).unwrap();
+    trainer.load_optimizer(&dir.path().join("optim.bpk")).unwrap();
+    let after = trainer.step(&batch, 0.01).unwrap();
+    assert!(after.total.is_finite());
+}
+
+#[test]
+fn batching_service_matches_direct_evaluation_across_threads() {
+    let cfg = tiny(5);
+    let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 9).unwrap();
+    let direct = NetEvaluator::new(trainer.model(), 5);
+    let service = InferenceService::start(trainer.model(), 5, 64);
+    let sets: Vec<Vec<Position>> = (0..6).map(|i| positions(5, 3 + i, 10 + i as u64)).collect();
+    let expected: Vec<_> = sets.iter().map(|s| evaluate(&direct, s)).collect();
+    std::thread::scope(|scope| {
+        for (s, e) in sets.iter().zip(&expected) {
+            let h = service.handle();
+            scope.spawn(move || {
+                for _ in 0..5 {
+                    let got = evaluate(&h, s);
+                    for (g, w) in got.iter().zip(e) {
+                        assert!((g.value - w.value).abs() < 1e-4);
+                        for (a, b) in g.policy.iter().zip(&w.policy) {
+                            assert!((a - b).abs() < 1e-4);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(service.evaluations() >= sets.iter().map(|s| s.len() as u64 * 5).sum::<u64>());
+    assert!(service.batches() > 0);
+    service.shutdown();
+}
