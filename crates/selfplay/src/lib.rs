@@ -4,6 +4,12 @@
 //! window of stored games, training, checkpoints, and evaluation — resumable after a kill.
 
 pub use bredon_nn::fsutil;
+pub mod config;
+pub mod evaluate;
+pub mod net;
 pub mod replay;
 pub mod rundir;
 pub mod tb;
+pub mod train;
+pub mod window;
+pub mod worker;

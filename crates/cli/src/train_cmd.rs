@@ -1,0 +1,102 @@
+//! `bredon train` and `bredon selfplay`.
+
+use anyhow::{Context, Result};
+use bredon_selfplay::config::RunConfig;
+use bredon_selfplay::rundir::RunDir;
+use bredon_selfplay::train::{TrainOptions, open_run, train};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Arguments of `bredon train`.
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// Config file (TOML). Needed to create a run; a run resumes with its own copy.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Run directory (default: checkpoints/<config file stem>).
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// Play no games here: wait for `bredon selfplay` processes sharing the run directory.
+    #[arg(long)]
+    external_selfplay: bool,
+    /// Override the config's number of generations (0 = no limit).
+    #[arg(long)]
+    generations: Option<u32>,
+    /// Override the config's time limit in minutes.
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Arguments of `bredon selfplay`.
+#[derive(clap::Args, Debug)]
+pub struct SelfPlayArgs {
+    /// Run directory shared with a `bredon train --external-selfplay` process.
+    #[arg(long)]
+    run: PathBuf,
+    /// Stop after this many games (default: until Ctrl-C).
+    #[arg(long)]
+    games: Option<usize>,
+}
+
+/// Sets a flag on Ctrl-C (a second Ctrl-C exits at once).
+pub fn stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after the current step (Ctrl-C again to quit now)…");
+    });
+    stop
+}
+
+fn run_dir_for(args: &TrainArgs) -> Result<PathBuf> {
+    if let Some(r) = &args.run {
+        return Ok(r.clone());
+    }
+    let cfg = args.config.as_ref().context("give --run DIR, or --config FILE to name the run after it")?;
+    let stem = cfg.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
+    Ok(PathBuf::from("checkpoints").join(stem))
+}
+
+/// `bredon train`.
+pub fn run_train(args: TrainArgs) -> Result<()> {
+    let run = RunDir::new(run_dir_for(&args)?);
+    let (given, text) = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let cfg = RunConfig::from_toml(&text).with_context(|| format!("in config {}", p.display()))?;
+            (Some(cfg), Some(text))
+        }
+        None => (None, None),
+    };
+    let mut cfg = open_run(&run, given.as_ref(), text.as_deref())?;
+    if let Some(g) = args.generations {
+        cfg.schedule.generations = g;
+    }
+    if let Some(m) = args.minutes {
+        cfg.schedule.max_minutes = m;
+    }
+    let opts = TrainOptions { external_selfplay: args.external_selfplay, quiet: args.quiet };
+    let stop = stop_flag();
+    let summaries = train(&cfg, &run, &opts, stop)?;
+    eprintln!(
+        "done: {} generation(s) this session; latest checkpoint {}",
+        summaries.len(),
+        run.latest()?.unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `bredon selfplay`.
+pub fn run_selfplay(args: SelfPlayArgs) -> Result<()> {
+    let run = RunDir::new(&args.run);
+    let cfg = open_run(&run, None, None)?;
+    let stop = stop_flag();
+    bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop)
+}

@@ -1,0 +1,240 @@
+//! The run configuration: one struct per concern, read from TOML. Every knob has a
+//! default; unknown keys are errors (a typo must not silently fall back to a default).
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Everything a training run needs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// Board size and komi.
+    pub game: GameConfig,
+    /// Network architecture.
+    pub net: bredon_nn::NetConfig,
+    /// Tree search settings used by self-play.
+    pub search: bredon_mcts::SearchConfig,
+    /// Self-play settings.
+    pub selfplay: SelfPlayConfig,
+    /// Optimiser and replay window.
+    pub train: TrainConfig,
+    /// When to stop.
+    pub schedule: ScheduleConfig,
+    /// Evaluation matches during training.
+    pub eval: EvalConfig,
+}
+
+/// The game being learnt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GameConfig {
+    /// Board size, 3 to 8.
+    pub size: usize,
+    /// Komi in points added to black's flat count (multiples of 0.5, e.g. 2 or 2.5 on 6x6).
+    pub komi: f32,
+}
+
+impl Default for GameConfig {
+    fn default() -> Self {
+        GameConfig { size: 4, komi: 0.0 }
+    }
+}
+
+impl GameConfig {
+    /// Komi in half points.
+    pub fn half_komi(&self) -> i8 {
+        (self.komi * 2.0).round() as i8
+    }
+
+    /// Rules options for this game.
+    pub fn options(&self) -> bredon_rules::GameOptions {
+        bredon_rules::GameOptions::new(self.size).with_half_komi(self.half_komi())
+    }
+}
+
+/// How self-play games are generated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelfPlayConfig {
+    /// Games per generation (each generation trains once on the grown window).
+    pub games_per_generation: usize,
+    /// Games played at once (threads); their searches share one inference service.
+    pub concurrent_games: usize,
+    /// Search visits per move for a "full" search (whose visit counts become a training target).
+    pub visits: u32,
+    /// Playout-cap randomisation (KataGo): probability that a move gets a full search;
+    /// other moves get `fast_visits`, no root noise, and are not training samples. 1 = off.
+    pub full_search_prob: f64,
+    /// Visits of a fast search.
+    pub fast_visits: u32,
+    /// Games longer than this many plies are stopped and scored by the flat count (with komi).
+    pub max_plies: usize,
+    /// Resign when the root value stays below `-resign_threshold`... for the side to move; 0 = never resign.
+    pub resign_threshold: f32,
+    /// Share of games in which resignation is disabled, to measure false resignations.
+    pub resign_playthrough: f64,
+    /// Largest batch the inference service runs at once.
+    pub max_inference_batch: usize,
+}
+
+impl Default for SelfPlayConfig {
+    fn default() -> Self {
+        SelfPlayConfig {
+            games_per_generation: 64,
+            concurrent_games: 32,
+            visits: 64,
+            full_search_prob: 1.0,
+            fast_visits: 16,
+            max_plies: 120,
+            resign_threshold: 0.0,
+            resign_playthrough: 0.1,
+            max_inference_batch: 256,
+        }
+    }
+}
+
+/// Optimiser, learning rate and the replay window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Samples per training step.
+    pub batch_size: usize,
+    /// Upper bound on steps per generation.
+    pub max_steps_per_generation: usize,
+    /// Each new sample is used about this many times on average (KataGo's reuse cap): steps
+    /// per generation = new samples × reuse / batch size, at most the bound above.
+    pub sample_reuse: f64,
+    /// Learning rate at the start.
+    pub learning_rate: f64,
+    /// Steps after which the learning rate is multiplied by `lr_decay` (empty = constant).
+    pub lr_decay_steps: Vec<u64>,
+    /// Factor applied at each of `lr_decay_steps`.
+    pub lr_decay: f64,
+    /// L2 weight decay.
+    pub weight_decay: f64,
+    /// `adam` or `sgd` (with momentum 0.9).
+    pub optimizer: String,
+    /// Replay window: always at least this many samples (or all there are).
+    pub window_min: usize,
+    /// Replay window: never more than this many samples.
+    pub window_max: usize,
+    /// Replay window grows as `window_min * (total / window_min) ^ window_exponent`
+    /// (KataGo-style: old data leaves the window as the run goes on).
+    pub window_exponent: f64,
+    /// Weight of the value loss against the policy loss.
+    pub value_loss_weight: f64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            batch_size: 128,
+            max_steps_per_generation: 200,
+            sample_reuse: 4.0,
+            learning_rate: 2e-3,
+            lr_decay_steps: Vec::new(),
+            lr_decay: 0.3,
+            weight_decay: 1e-4,
+            optimizer: "adam".into(),
+            window_min: 20_000,
+            window_max: 500_000,
+            window_exponent: 0.75,
+            value_loss_weight: 1.0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Learning rate at `step`.
+    pub fn lr_at(&self, step: u64) -> f64 {
+        let decays = self.lr_decay_steps.iter().filter(|&&s| step >= s).count();
+        self.learning_rate * self.lr_decay.powi(decays as i32)
+    }
+
+    /// Replay window size when `total` samples have been produced.
+    pub fn window_size(&self, total: usize) -> usize {
+        if total <= self.window_min {
+            return total;
+        }
+        let grown = self.window_min as f64 * (total as f64 / self.window_min as f64).powf(self.window_exponent);
+        (grown as usize).clamp(self.window_min, self.window_max).min(total)
+    }
+}
+
+/// When the run stops (whichever comes first; Ctrl-C always stops cleanly).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// Stop after this many generations (0 = no limit).
+    pub generations: u32,
+    /// Stop after this many minutes of this process (0 = no limit).
+    pub max_minutes: f64,
+    /// Seed of the run's random numbers (network init, self-play, sampling).
+    pub seed: u64,
+}
+
+/// Evaluation matches during training.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Evaluate every this many generations (0 = never).
+    pub every: u32,
+    /// Games per opponent (played in colour-swapped pairs).
+    pub games: usize,
+    /// Visits per move for both sides.
+    pub visits: u32,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig { every: 1, games: 20, visits: 64 }
+    }
+}
+
+impl RunConfig {
+    /// Parses TOML text; errors name the line and the key.
+    pub fn from_toml(text: &str) -> Result<RunConfig> {
+        let cfg: RunConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<RunConfig> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        RunConfig::from_toml(&text).with_context(|| format!("in config {}", path.display()))
+    }
+
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self) -> Result<()> {
+        let g = &self.game;
+        if !(3..=8).contains(&g.size) {
+            bail!("game.size = {} is not a Tak board size (3 to 8)", g.size);
+        }
+        if (g.komi * 2.0).fract() != 0.0 || g.komi.abs() > 60.0 {
+            bail!("game.komi = {} must be a multiple of 0.5", g.komi);
+        }
+        if self.net.size != 0 && self.net.size != g.size {
+            bail!("net.size = {} differs from game.size = {}", self.net.size, g.size);
+        }
+        let s = &self.selfplay;
+        if s.games_per_generation == 0 || s.concurrent_games == 0 || s.visits == 0 {
+            bail!("selfplay.games_per_generation, concurrent_games and visits must be positive");
+        }
+        if !(0.0..=1.0).contains(&s.full_search_prob) || !(0.0..=1.0).contains(&s.resign_playthrough) {
+            bail!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
+        }
+        let t = &self.train;
+        if t.batch_size == 0 || t.learning_rate <= 0.0 {
+            bail!("train.batch_size and train.learning_rate must be positive");
+        }
+        if t.optimizer != "adam" && t.optimizer != "sgd" {
+            bail!("train.optimizer = {:?}: use \"adam\" or \"sgd\"", t.optimizer);
+        }
+        if t.window_min == 0 || t.window_max < t.window_min {
+            bail!("train.window_min must be positive and at most train.window_max");
+        }
+        Ok(())
+    }
+}

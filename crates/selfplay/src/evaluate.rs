@@ -1,0 +1,103 @@
+//! The evaluation hook of the training loop: the new checkpoint plays short matches
+//! against the uniform-policy search and against the first checkpoint, with the same
+//! visits on both sides, colours alternating. Full Elo tables come from `bredon arena`.
+
+use anyhow::Result;
+use bredon_mcts::{Evaluator, Search, SearchConfig, UniformEvaluator};
+use bredon_rules::{Color, GameOptions, Position};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::config::RunConfig;
+use crate::net::Learner;
+use crate::rundir::RunDir;
+
+/// Plays `games` games (colours alternating, A white in even games) and returns A's score
+/// (wins + draws / 2) / games. Both sides search `visits` per move without noise and pick
+/// the best move; the first `random_plies` plies are chosen with temperature 1 from the
+/// search so that games differ. Games reaching `max_plies` are scored by the flat count.
+#[allow(clippy::too_many_arguments)]
+pub fn play_match(
+    a: &dyn Evaluator,
+    b: &dyn Evaluator,
+    opts: GameOptions,
+    search: &SearchConfig,
+    games: usize,
+    visits: u32,
+    max_plies: usize,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Result<f64> {
+    let mut score = 0.0;
+    let mut played = 0;
+    let random_plies = 2;
+    for g in 0..games {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(g as u64 / 2));
+        let a_color = if g % 2 == 0 { Color::White } else { Color::Black };
+        let mut pos = Position::with_options(opts)?;
+        let mut cfg = search.clone();
+        cfg.root_noise = false;
+        while pos.result().is_none() && (pos.ply() as usize) < max_plies {
+            let ev: &dyn Evaluator = if pos.side_to_move() == a_color { a } else { b };
+            let mut s = Search::new(pos.clone(), cfg.clone());
+            let r = s.run(ev, visits as u64, &mut rng);
+            let t = if (pos.ply() as usize) < random_plies { 1.0 } else { 0.0 };
+            let mv = r.select_move(t, &mut rng);
+            pos.play(mv)?;
+        }
+        let result = pos.result().unwrap_or_else(|| pos.flat_result());
+        score += (result.score_for(a_color) as f64 + 1.0) / 2.0;
+        played += 1;
+    }
+    Ok(if played == 0 { 0.5 } else { score / played as f64 })
+}
+
+/// Runs the hook for the checkpoint of `generation`: returns (opponent, score) pairs.
+pub fn evaluate_generation(
+    cfg: &RunConfig,
+    run: &RunDir,
+    learner: &Learner,
+    generation: u32,
+    stop: &AtomicBool,
+) -> Result<Vec<(String, f64)>> {
+    let opts = cfg.game.options();
+    let (current, _svc) = learner.start_inference(64)?;
+    let mut out = Vec::new();
+    let seed = cfg.schedule.seed ^ 0xE7A1 ^ generation as u64;
+    let uniform: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
+    let score = play_match(
+        current.as_ref(),
+        uniform.as_ref(),
+        opts,
+        &cfg.search,
+        cfg.eval.games,
+        cfg.eval.visits,
+        cfg.selfplay.max_plies,
+        seed,
+        stop,
+    )?;
+    out.push(("uniform".to_string(), score));
+    let first = RunDir::model_name(0);
+    if generation > 0 {
+        let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
+        let (first_eval, _svc0) = first_learner.start_inference(64)?;
+        let score = play_match(
+            current.as_ref(),
+            first_eval.as_ref(),
+            opts,
+            &cfg.search,
+            cfg.eval.games,
+            cfg.eval.visits,
+            cfg.selfplay.max_plies,
+            seed,
+            stop,
+        )?;
+        out.push((first, score));
+    }
+    Ok(out)
+}

@@ -1,0 +1,107 @@
+//! The training loop's view of the network: create, load, save, train, serve.
+
+use anyhow::{Context, Result};
+use bredon_mcts::Evaluator;
+use bredon_nn::checkpoint::ModelMeta;
+use bredon_nn::fsutil::atomic_write_with;
+use bredon_nn::inference::InferenceService;
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{NetConfig, TrainExample, Trainer, load_model, save_model};
+use bredon_rules::Symmetry;
+use rand::Rng;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::RunConfig;
+use crate::replay::Sample;
+
+/// A network under training with its optimiser.
+pub struct Learner {
+    trainer: Trainer,
+    net: NetConfig,
+    half_komi: i8,
+}
+
+/// Mean losses of a step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepLosses {
+    /// Policy cross-entropy.
+    pub policy: f64,
+    /// Value MSE.
+    pub value: f64,
+    /// Entropy of the predicted policy.
+    pub entropy: f64,
+}
+
+fn settings(cfg: &RunConfig) -> OptimizerSettings {
+    OptimizerSettings {
+        kind: cfg.train.optimizer.clone(),
+        weight_decay: cfg.train.weight_decay,
+        value_loss_weight: cfg.train.value_loss_weight,
+    }
+}
+
+/// The run's network architecture with the size filled in.
+pub fn net_config(cfg: &RunConfig) -> NetConfig {
+    cfg.net.for_size(cfg.game.size)
+}
+
+impl Learner {
+    /// A new random network for the run.
+    pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
+        let net = net_config(cfg);
+        Ok(Learner { trainer: Trainer::new(&net, settings(cfg), seed)?, net, half_komi: cfg.game.half_komi() })
+    }
+
+    /// Loads a checkpoint directory (model and, if present, optimiser state).
+    pub fn load(cfg: &RunConfig, dir: &Path) -> Result<Learner> {
+        let (model, meta) = load_model(dir)?;
+        let net = net_config(cfg);
+        if meta.net != net {
+            anyhow::bail!("checkpoint {} is a {} network, the config asks for {}", dir.display(), meta.net.name(), net.name());
+        }
+        let mut trainer = Trainer::from_model(&net, model, settings(cfg))?;
+        let opt = dir.join("optimizer.bpk");
+        if opt.is_file() {
+            trainer.load_optimizer(&opt)?;
+        }
+        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi() })
+    }
+
+    /// Writes the model, its metadata and the optimiser state into `dir` (atomically).
+    pub fn save(&self, dir: &Path, step: u64, generation: u32) -> Result<()> {
+        let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);
+        save_model(&self.trainer.model(), &meta, dir)?;
+        atomic_write_with(&dir.join("optimizer.bpk"), |p| self.trainer.save_optimizer(p))
+            .with_context(|| format!("saving optimizer state in {}", dir.display()))
+    }
+
+    /// A description such as `b4c48`.
+    pub fn describe(&self) -> String {
+        self.net.name()
+    }
+
+    /// Starts a batching inference service on the current weights.
+    pub fn start_inference(&self, max_batch: usize) -> Result<(Arc<dyn Evaluator>, InferenceService)> {
+        let service = InferenceService::start(self.trainer.model(), self.net.size, max_batch);
+        Ok((Arc::new(service.handle()), service))
+    }
+
+    /// One training step on `samples`, each under a random board symmetry.
+    pub fn step(&mut self, samples: &[&Sample], lr: f64, rng: &mut impl Rng) -> Result<StepLosses> {
+        let n = self.net.size;
+        let batch: Vec<TrainExample> = samples
+            .iter()
+            .map(|s| {
+                let sym = Symmetry::ALL[rng.random_range(0..8)];
+                TrainExample {
+                    position: s.position.transformed(sym),
+                    policy: s.policy.iter().map(|&(m, p)| (sym.apply_move(m, n), p)).collect(),
+                    value: s.value,
+                }
+            })
+            .collect();
+        let l = self.trainer.step(&batch, lr)?;
+        Ok(StepLosses { policy: l.policy, value: l.value, entropy: l.entropy })
+    }
+}

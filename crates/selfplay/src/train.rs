@@ -1,0 +1,356 @@
+//! The training loop: generations of self-play → replay window → training → checkpoint →
+//! evaluation, resumable at any point.
+//!
+//! Resume protocol. A generation `g` is: (1) self-play with checkpoint `gen-g` until
+//! `games/gen-g/` holds `games_per_generation` games — games already there (from before a
+//! kill, or from separate `bredon selfplay` processes) count; (2) training from the
+//! `gen-g` weights and optimiser state; (3) writing checkpoint `gen-(g+1)` (model,
+//! optimiser, `state.json` last) and only then the `latest` pointer. A kill during (1)
+//! loses only unfinished games; during (2) or (3) the training of that generation is
+//! redone from the same checkpoint with the same RNG state.
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::RunConfig;
+use crate::fsutil::atomic_write;
+use crate::net::Learner;
+use crate::replay::count_games;
+use crate::rundir::{RunDir, TrainState};
+use crate::tb::TbLogger;
+use crate::window::ReplayWindow;
+use crate::worker::{SelfPlayJob, run_pool};
+
+/// How `train` runs, beyond the config.
+#[derive(Clone, Debug, Default)]
+pub struct TrainOptions {
+    /// Don't play games in this process: wait for `bredon selfplay` processes sharing
+    /// the run directory to produce them.
+    pub external_selfplay: bool,
+    /// Hide progress bars (logs and summaries still print).
+    pub quiet: bool,
+}
+
+/// One generation's summary (also a line of `logs/generations.jsonl`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GenerationSummary {
+    /// Generation trained (its games were played by `gen-<generation>`).
+    pub generation: u32,
+    /// Optimiser step after training.
+    pub step: u64,
+    /// Games played in this generation (by this process).
+    pub games: usize,
+    /// Training samples those games added.
+    pub new_samples: usize,
+    /// Replay window size used.
+    pub window: usize,
+    /// Mean policy loss over the generation's steps.
+    pub policy_loss: f64,
+    /// Mean value loss.
+    pub value_loss: f64,
+    /// Mean policy entropy of the network's predictions.
+    pub policy_entropy: f64,
+    /// Share of games won by white, black, drawn.
+    pub white_wins: f64,
+    /// Share won by black.
+    pub black_wins: f64,
+    /// Share drawn.
+    pub draws: f64,
+    /// Mean game length (plies).
+    pub avg_plies: f64,
+    /// Network evaluations per second during self-play.
+    pub evals_per_sec: f64,
+    /// Self-play games per hour.
+    pub games_per_hour: f64,
+    /// Training samples per second.
+    pub samples_per_sec: f64,
+    /// Evaluation results, if the eval hook ran: (opponent, score of the new model).
+    pub eval: Vec<(String, f64)>,
+}
+
+fn bar(len: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(&format!("{{prefix}} {what} [{{bar:30}}] {{pos}}/{{len}} {{msg}} ({{elapsed}})"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+/// Reads the run's config, or creates the run from `config` (copying it into the run).
+pub fn open_run(run: &RunDir, config: Option<&RunConfig>, config_text: Option<&str>) -> Result<RunConfig> {
+    run.prepare()?;
+    let saved = run.config_path();
+    if saved.is_file() {
+        let cfg = RunConfig::load(&saved)?;
+        if let Some(given) = config
+            && given != &cfg
+        {
+            eprintln!(
+                "warning: {} exists with a different config; resuming with the run's own copy",
+                saved.display()
+            );
+        }
+        return Ok(cfg);
+    }
+    let (Some(cfg), Some(text)) = (config, config_text) else {
+        bail!("{} is not a run directory (no config.toml) and no --config was given", run.root().display());
+    };
+    atomic_write(&saved, text.as_bytes())?;
+    Ok(cfg.clone())
+}
+
+/// Runs (or resumes) training in `run` until the schedule ends or `stop` is set.
+pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<AtomicBool>) -> Result<Vec<GenerationSummary>> {
+    let started = Instant::now();
+    let game_opts = cfg.game.options();
+    // Load or create the current checkpoint.
+    let (mut learner, mut state) = match run.latest()? {
+        Some(name) => {
+            let state = run.read_state(&name)?;
+            let learner = Learner::load(cfg, &run.checkpoint_dir(&name))
+                .with_context(|| format!("loading checkpoint {name}"))?;
+            eprintln!("resuming {} at {name} (step {})", run.root().display(), state.step);
+            (learner, state)
+        }
+        None => {
+            let learner = Learner::new(cfg, cfg.schedule.seed)?;
+            let state = TrainState {
+                generation: 0,
+                step: 0,
+                samples_trained: 0,
+                rng: ChaCha8Rng::seed_from_u64(cfg.schedule.seed ^ 0x5EED),
+                elapsed_secs: 0.0,
+            };
+            let name = RunDir::model_name(0);
+            learner.save(&run.checkpoint_dir(&name), 0, 0)?;
+            run.write_state(&name, &state)?;
+            run.set_latest(&name)?;
+            eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
+            (learner, state)
+        }
+    };
+    let mut tb = TbLogger::open(&run.tensorboard_dir());
+    let mut window = ReplayWindow::new();
+    window.refresh(&run.games_dir())?;
+    let mut summaries = Vec::new();
+    let elapsed_before = state.elapsed_secs;
+    loop {
+        let gen_no = state.generation;
+        if cfg.schedule.generations > 0 && gen_no >= cfg.schedule.generations {
+            break;
+        }
+        if cfg.schedule.max_minutes > 0.0 && started.elapsed().as_secs_f64() > cfg.schedule.max_minutes * 60.0 {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let model = RunDir::model_name(gen_no);
+        let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
+        // (1) Self-play.
+        let target = cfg.selfplay.games_per_generation;
+        let have = count_games(&run.games_dir(), &model);
+        let sp_start = Instant::now();
+        let mut evals = 0u64;
+        if have < target {
+            if opts.external_selfplay {
+                let pb = bar(target as u64, "games (external)", opts.quiet);
+                pb.set_prefix(model.clone());
+                while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
+                    pb.set_position(count_games(&run.games_dir(), &model) as u64);
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                pb.finish_and_clear();
+            } else {
+                let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
+                let job = SelfPlayJob {
+                    options: game_opts,
+                    search: cfg.search.clone(),
+                    selfplay: cfg.selfplay.clone(),
+                    model: model.clone(),
+                    seed: cfg.schedule.seed ^ ((gen_no as u64) << 32),
+                };
+                let pb = bar((target - have) as u64, "self-play games", opts.quiet);
+                pb.set_prefix(model.clone());
+                let (mut w, mut b, mut d, mut plies) = (0usize, 0usize, 0usize, 0usize);
+                let played = run_pool(&job, evaluator, &run.games_dir(), target - have, have as u64, &stop, |g| {
+                    match g.result.winner() {
+                        Some(bredon_rules::Color::White) => w += 1,
+                        Some(bredon_rules::Color::Black) => b += 1,
+                        None => d += 1,
+                    }
+                    plies += g.plies;
+                    pb.inc(1);
+                })?;
+                pb.finish_and_clear();
+                evals = service.evaluations();
+                service.shutdown();
+                summary.games = played;
+                let n = played.max(1) as f64;
+                summary.white_wins = w as f64 / n;
+                summary.black_wins = b as f64 / n;
+                summary.draws = d as f64 / n;
+                summary.avg_plies = plies as f64 / n;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        let sp_secs = sp_start.elapsed().as_secs_f64().max(1e-9);
+        summary.evals_per_sec = evals as f64 / sp_secs;
+        summary.games_per_hour = summary.games as f64 / sp_secs * 3600.0;
+        // (2) Training.
+        summary.new_samples = window.refresh(&run.games_dir())?;
+        let total = window.total_samples();
+        let win = cfg.train.window_size(total);
+        window.trim(cfg.train.window_max);
+        summary.window = win;
+        let batch = cfg.train.batch_size;
+        let new_this_gen = summary.new_samples.max(if have > 0 { total.min(batch) } else { 0 });
+        let steps = ((new_this_gen as f64 * cfg.train.sample_reuse / batch as f64).ceil() as usize)
+            .clamp(1, cfg.train.max_steps_per_generation.max(1));
+        let pb = bar(steps as u64, "training steps", opts.quiet);
+        pb.set_prefix(model.clone());
+        let tr_start = Instant::now();
+        let (mut pl, mut vl, mut ent) = (0.0, 0.0, 0.0);
+        let mut rng = state.rng.clone();
+        for _ in 0..steps {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let samples = window.sample(win, batch, &mut rng);
+            let lr = cfg.train.lr_at(state.step);
+            let losses = learner.step(&samples, lr, &mut rng)?;
+            pl += losses.policy;
+            vl += losses.value;
+            ent += losses.entropy;
+            state.step += 1;
+            state.samples_trained += samples.len() as u64;
+            pb.inc(1);
+            pb.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
+        }
+        pb.finish_and_clear();
+        if stop.load(Ordering::Relaxed) {
+            // The partial generation's training is discarded; it is redone on resume.
+            break;
+        }
+        let tr_secs = tr_start.elapsed().as_secs_f64().max(1e-9);
+        summary.samples_per_sec = (steps * batch) as f64 / tr_secs;
+        summary.policy_loss = pl / steps as f64;
+        summary.value_loss = vl / steps as f64;
+        summary.policy_entropy = ent / steps as f64;
+        summary.step = state.step;
+        // (3) Checkpoint.
+        state.generation = gen_no + 1;
+        state.rng = rng;
+        state.elapsed_secs = elapsed_before + started.elapsed().as_secs_f64();
+        let next = RunDir::model_name(state.generation);
+        learner.save(&run.checkpoint_dir(&next), state.step, state.generation)?;
+        run.write_state(&next, &state)?;
+        run.set_latest(&next)?;
+        // (4) Evaluation hook.
+        if cfg.eval.every > 0 && state.generation % cfg.eval.every == 0 {
+            summary.eval = crate::evaluate::evaluate_generation(cfg, run, &learner, state.generation, &stop)?;
+        }
+        log_generation(run, &mut tb, &summary, cfg.train.lr_at(state.step), total)?;
+        summaries.push(summary);
+    }
+    tb.close();
+    Ok(summaries)
+}
+
+fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
+    let evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
+    eprintln!(
+        "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
+        s.generation,
+        s.step,
+        s.games,
+        s.new_samples,
+        s.window,
+        s.policy_loss,
+        s.value_loss,
+        s.policy_entropy,
+        s.white_wins * 100.0,
+        s.black_wins * 100.0,
+        s.draws * 100.0,
+        s.avg_plies,
+        s.evals_per_sec,
+        s.games_per_hour,
+        s.samples_per_sec,
+    );
+    let step = s.step;
+    let mut scalars: Vec<(String, f64)> = vec![
+        ("loss/policy".into(), s.policy_loss),
+        ("loss/value".into(), s.value_loss),
+        ("loss/total".into(), s.policy_loss + s.value_loss),
+        ("policy/entropy".into(), s.policy_entropy),
+        ("train/learning_rate".into(), lr),
+        ("train/window".into(), s.window as f64),
+        ("train/total_samples".into(), total_samples as f64),
+        ("selfplay/game_length".into(), s.avg_plies),
+        ("selfplay/white_win_rate".into(), s.white_wins),
+        ("selfplay/black_win_rate".into(), s.black_wins),
+        ("selfplay/draw_rate".into(), s.draws),
+        ("throughput/evals_per_sec".into(), s.evals_per_sec),
+        ("throughput/games_per_hour".into(), s.games_per_hour),
+        ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
+        ("generation".into(), s.generation as f64),
+    ];
+    for (opp, score) in &s.eval {
+        scalars.push((format!("eval/score_vs_{opp}"), *score));
+    }
+    let refs: Vec<(&str, f64)> = scalars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    tb.scalars(step, &refs);
+    // One JSON line per generation, appended by rewriting the file atomically.
+    let path = run.logs_dir().join("generations.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.push_str(&serde_json::to_string(s)?);
+    text.push('\n');
+    atomic_write(&path, text.as_bytes())
+}
+
+/// Self-play only: plays games with the run's newest checkpoint into the run directory,
+/// picking up each new checkpoint as the trainer writes it, until `games` games (if
+/// given) or `stop`. Several such processes (on one machine, or on many sharing the run
+/// directory) can feed one `train --external-selfplay` process; game files carry the pid
+/// and the checkpoint name, so writers never collide.
+pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: Arc<AtomicBool>) -> Result<()> {
+    let mut played = 0usize;
+    let mut index = (std::process::id() as u64) << 32;
+    while !stop.load(Ordering::Relaxed) && games.is_none_or(|g| played < g) {
+        let Some(model) = run.latest()? else {
+            eprintln!("waiting for the first checkpoint in {}", run.root().display());
+            std::thread::sleep(Duration::from_secs(2));
+            continue;
+        };
+        let learner = Learner::load(cfg, &run.checkpoint_dir(&model))?;
+        let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
+        let job = SelfPlayJob {
+            options: cfg.game.options(),
+            search: cfg.search.clone(),
+            selfplay: cfg.selfplay.clone(),
+            model: model.clone(),
+            seed: cfg.schedule.seed ^ index,
+        };
+        // Play one chunk with this model, then look for a newer one.
+        let chunk = cfg.selfplay.concurrent_games.max(1);
+        let chunk = games.map_or(chunk, |g| chunk.min(g - played));
+        let n = run_pool(&job, evaluator, &run.games_dir(), chunk, index, &stop, |_| {})?;
+        service.shutdown();
+        played += n;
+        index += n as u64;
+        eprintln!("{model}: {played} games played by this process");
+    }
+    Ok(())
+}

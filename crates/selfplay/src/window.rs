@@ -1,0 +1,80 @@
+//! The replay window: samples of the stored games, newest last, loaded incrementally.
+
+use anyhow::Result;
+use rand::Rng;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::replay::{GameRecord, Sample, list_game_files};
+
+/// Samples from every stored game, in the order the games were found (model, then name).
+#[derive(Default)]
+pub struct ReplayWindow {
+    samples: Vec<Sample>,
+    /// Samples dropped from the front (older than any window can reach).
+    dropped: usize,
+    loaded: HashSet<PathBuf>,
+    games: usize,
+}
+
+impl ReplayWindow {
+    /// An empty window.
+    pub fn new() -> ReplayWindow {
+        ReplayWindow::default()
+    }
+
+    /// Loads games not seen yet. Unreadable records are skipped with a warning (they are
+    /// written atomically, so this means outside damage, which must not stop a run).
+    /// Returns the number of new samples.
+    pub fn refresh(&mut self, games_dir: &Path) -> Result<usize> {
+        let mut added = 0;
+        for path in list_game_files(games_dir)? {
+            if self.loaded.contains(&path) {
+                continue;
+            }
+            let loaded = std::fs::read(&path)
+                .map_err(anyhow::Error::from)
+                .and_then(|b| GameRecord::from_bytes(&b))
+                .and_then(|r| r.samples());
+            match loaded {
+                Ok(s) => {
+                    added += s.len();
+                    self.samples.extend(s);
+                    self.games += 1;
+                }
+                Err(e) => eprintln!("warning: skipping game record {}: {e:#}", path.display()),
+            }
+            self.loaded.insert(path);
+        }
+        Ok(added)
+    }
+
+    /// Samples ever loaded (including dropped ones).
+    pub fn total_samples(&self) -> usize {
+        self.dropped + self.samples.len()
+    }
+
+    /// Games loaded.
+    pub fn games(&self) -> usize {
+        self.games
+    }
+
+    /// Forgets samples older than the newest `keep`.
+    pub fn trim(&mut self, keep: usize) {
+        if self.samples.len() > keep {
+            let n = self.samples.len() - keep;
+            self.samples.drain(..n);
+            self.dropped += n;
+        }
+    }
+
+    /// Draws `batch` samples uniformly from the newest `window` samples.
+    pub fn sample<'a>(&'a self, window: usize, batch: usize, rng: &mut impl Rng) -> Vec<&'a Sample> {
+        let window = window.min(self.samples.len());
+        if window == 0 {
+            return Vec::new();
+        }
+        let start = self.samples.len() - window;
+        (0..batch).map(|_| &self.samples[start + rng.random_range(0..window)]).collect()
+    }
+}
