@@ -1,7 +1,12 @@
 //! `bredon`: the command-line front end of Bredon.
 
+mod analyse_cmd;
+mod model_arg;
 mod perft_cmd;
+mod play_cmd;
 mod ptn_cmd;
+mod tei_cmd;
+mod tei_protocol;
 mod train_cmd;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +27,12 @@ enum Command {
     Train(train_cmd::TrainArgs),
     /// Only play self-play games into a run directory (to add workers to a training run).
     Selfplay(train_cmd::SelfPlayArgs),
+    /// Speak the Tak Engine Interface on stdin/stdout (for match runners and GUIs).
+    Tei(tei_cmd::TeiArgs),
+    /// Play against the engine in the terminal.
+    Play(play_cmd::PlayArgs),
+    /// Show the engine's value and best move for every ply of a PTN game.
+    Analyse(analyse_cmd::AnalyseArgs),
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
@@ -32,6 +43,9 @@ fn main() {
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
         Command::Ptn(cmd) => ptn_cmd::run(cmd),
+        Command::Tei(args) => tei_cmd::run(args),
+        Command::Play(args) => play_cmd::run(args),
+        Command::Analyse(args) => analyse_cmd::run(args),
         Command::Train(args) => train_cmd::run_train(args),
         Command::Selfplay(args) => train_cmd::run_selfplay(args),
     };
