@@ -40,6 +40,30 @@ pub enum Schedule {
     RoundRobin,
     /// The first player against each of the others.
     Gauntlet,
+    /// For checkpoints of a training run, in training order after one or more fixed
+    /// baselines: player 0 is a baseline, player 1 the first checkpoint; every later
+    /// player meets player 0, player 1 and its predecessor. That connects the ratings
+    /// with about three pairings per checkpoint instead of a full round robin.
+    Ladder,
+}
+
+/// The pairings `schedule` makes among `n` players (each pair once, lower index first).
+pub fn pairings(schedule: Schedule, n: usize) -> Vec<(usize, usize)> {
+    match schedule {
+        Schedule::RoundRobin => (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).collect(),
+        Schedule::Gauntlet => (1..n).map(|b| (0, b)).collect(),
+        Schedule::Ladder => {
+            let mut v: Vec<(usize, usize)> = Vec::new();
+            for b in 1..n {
+                for a in [0, 1, b - 1] {
+                    if a < b && !v.contains(&(a, b)) {
+                        v.push((a, b));
+                    }
+                }
+            }
+            v
+        }
+    }
 }
 
 /// Settings of a match. Every field has a default, so a config file need only name what
@@ -212,10 +236,7 @@ pub fn run_match(
         HashSet::new()
     };
 
-    let pairings: Vec<(usize, usize)> = match config.schedule {
-        Schedule::RoundRobin => (0..entrants.len()).flat_map(|a| (a + 1..entrants.len()).map(move |b| (a, b))).collect(),
-        Schedule::Gauntlet => (1..entrants.len()).map(|b| (0, b)).collect(),
-    };
+    let pairings = pairings(config.schedule, entrants.len());
     let mut jobs = Vec::new();
     for pair in 0..config.pairs_per_pairing() {
         for &(a, b) in &pairings {
@@ -511,4 +532,21 @@ pub fn run_gate(
     })?;
     let score = if games == 0 { 0.5 } else { points / games as f64 };
     Ok(GateReport { state: g.state(), score, games, gate: g })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ladder_meets_baseline_first_checkpoint_and_predecessor() {
+        assert_eq!(pairings(Schedule::Ladder, 1), vec![]);
+        assert_eq!(pairings(Schedule::Ladder, 2), vec![(0, 1)]);
+        assert_eq!(
+            pairings(Schedule::Ladder, 5),
+            vec![(0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3), (0, 4), (1, 4), (3, 4)]
+        );
+        assert_eq!(pairings(Schedule::RoundRobin, 4).len(), 6);
+        assert_eq!(pairings(Schedule::Gauntlet, 4), vec![(0, 1), (0, 2), (0, 3)]);
+    }
 }

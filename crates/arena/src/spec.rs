@@ -9,7 +9,7 @@
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
 //! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
-//! | `checkpoint:PATH` | MCTS with a trained network (not wired yet: gives an error); settings `visits`, `name` |
+//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` |
 //!
 //! Examples: `uniform:200`, `random;seed=7`,
 //! `tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4`.
@@ -156,10 +156,21 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, .. } => bail!(
-                "checkpoint players are not yet supported by the arena (the network crate is not wired in): {}",
-                path.display()
-            ),
+            PlayerSpec::Checkpoint { path, visits, .. } => {
+                // Load once; every worker's player shares the (thread-safe) evaluator.
+                let (model, meta) = bredon_nn::load_exported(&path)
+                    .with_context(|| format!("checkpoint player {}", path.display()))?;
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
+                let limits = match visits {
+                    Some(v) => MoveLimits::nodes(v as u64),
+                    None => default_limits,
+                };
+                let n = name.clone();
+                let v = limits.nodes.unwrap_or(100) as u32;
+                Ok(Entrant::new(name, limits, move || {
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone())) as Box<dyn Player>)
+                }))
+            }
         }
     }
 }
@@ -328,9 +339,9 @@ mod tests {
     }
 
     #[test]
-    fn checkpoint_is_not_yet_supported() {
-        let spec: PlayerSpec = "checkpoint:model.bin".parse().unwrap();
+    fn missing_checkpoint_is_a_clear_error() {
+        let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
         let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
-        assert!(e.to_string().contains("not yet supported"), "{e}");
+        assert!(format!("{e:#}").contains("no-such-model.bredon"), "{e:#}");
     }
 }

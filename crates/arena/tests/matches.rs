@@ -166,7 +166,11 @@ fn bad_configs_are_clear_errors() {
     assert!(format!("{e:#}").contains("bad.txt:1"), "{e:#}");
     let ckpt = specs(&["random", "checkpoint:model.bin"]);
     let e = run_arena(&MatchConfig::default(), &ckpt, out, &mut |_| {}).unwrap_err();
-    assert!(format!("{e:#}").contains("not yet supported"), "{e:#}");
+    assert!(format!("{e:#}").contains("model.bin"), "{e:#}");
+    std::fs::write(out.join("junk.bredon"), "not a model").unwrap();
+    let junk = vec![specs(&["random"]).remove(0), format!("checkpoint:{}", out.join("junk.bredon").display()).parse().unwrap()];
+    let e = run_arena(&MatchConfig::default(), &junk, out, &mut |_| {}).unwrap_err();
+    assert!(format!("{e:#}").contains("not a Bredon model file"), "{e:#}");
     // Config files: unknown fields are rejected, missing ones take defaults.
     let c: MatchConfig = serde_json::from_str(r#"{"size": 6, "openings": {"kind": "none"}}"#).unwrap();
     assert_eq!(c.size, 6);

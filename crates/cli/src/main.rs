@@ -1,6 +1,9 @@
 //! `bredon`: the command-line front end of Bredon.
 
 mod analyse_cmd;
+mod arena_cmd;
+mod bench_cmd;
+mod export_cmd;
 mod model_arg;
 mod perft_cmd;
 mod play_cmd;
@@ -33,6 +36,13 @@ enum Command {
     Play(play_cmd::PlayArgs),
     /// Show the engine's value and best move for every ply of a PTN game.
     Analyse(analyse_cmd::AnalyseArgs),
+    /// Write a checkpoint as one self-contained model file for play.
+    Export(export_cmd::ExportArgs),
+    /// Play matches between checkpoints, baselines and TEI engines; Elo ratings and plots.
+    Arena(arena_cmd::ArenaArgs),
+    /// Measure network and self-play throughput.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
@@ -48,6 +58,9 @@ fn main() {
         Command::Analyse(args) => analyse_cmd::run(args),
         Command::Train(args) => train_cmd::run_train(args),
         Command::Selfplay(args) => train_cmd::run_selfplay(args),
+        Command::Export(args) => export_cmd::run(args),
+        Command::Arena(args) => arena_cmd::run(args),
+        Command::Bench(cmd) => bench_cmd::run(cmd),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");

@@ -1,10 +1,495 @@
-//! `bredon tei` (placeholder; being written).
+//! `bredon tei`: the engine side of the Tak Engine Interface.
+//!
+//! The main thread reads commands from stdin; a `go` starts the search on a worker thread
+//! so that `stop`, `isready` and `quit` are answered while it runs. The search tree is
+//! kept between moves of a game when the next `position` extends the previous one.
+
+use anyhow::Result;
+use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator};
+use bredon_rules::notation::{parse_move, parse_tps_with};
+use bredon_rules::{Color, GameOptions, Move, Position};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::model_arg::{self, LoadedModel};
+use crate::tei_protocol::{GoParams, StartPosition, TeiCommand, parse_command};
 
 /// Arguments of `bredon tei`.
 #[derive(clap::Args, Debug)]
-pub struct TeiArgs {}
+pub struct TeiArgs {
+    /// Model to play with: a file written by `bredon export` or a checkpoint directory.
+    /// Without it the engine searches with the uniform evaluator (a weak baseline).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Visits per move for a `go` that gives no limit.
+    #[arg(long, default_value_t = 800)]
+    pub visits: u64,
+    /// Board size until a `teinewgame` sets one (default: the model's size, else 6).
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// Seed of the search's random numbers.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
 
-/// Runs the TEI engine.
-pub fn run(_args: TeiArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not implemented yet")
+/// Runs the TEI loop on stdin/stdout until `quit` or end of input.
+pub fn run(args: TeiArgs) -> Result<()> {
+    let model = model_arg::load(args.model.as_deref(), None)?;
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let mut engine = Engine::new(model, out, args.visits, args.size, args.seed);
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = line?;
+        if !engine.handle_line(&line) {
+            return Ok(());
+        }
+    }
+    engine.finish();
+    Ok(())
+}
+
+/// Halves of a point of komi the engine accepts through `setoption name HalfKomi`.
+const HALF_KOMI_RANGE: std::ops::RangeInclusive<i8> = -10..=10;
+
+/// The search tree of the current game and what it was built from.
+struct Tree {
+    start: Position,
+    moves: Vec<Move>,
+    search: Search,
+}
+
+/// A search running on its worker thread.
+struct Running {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Tree>,
+}
+
+/// The TEI engine state machine, generic over its output (stdout, or a buffer in tests).
+pub struct Engine<W: Write + Send + 'static> {
+    out: Arc<Mutex<W>>,
+    model: LoadedModel,
+    default_visits: u64,
+    size: usize,
+    half_komi: i8,
+    config: SearchConfig,
+    /// The position of the last valid `position` command.
+    position: Option<(Position, Vec<Move>)>,
+    tree: Option<Tree>,
+    running: Option<Running>,
+    searches: u64,
+    seed: u64,
+}
+
+impl<W: Write + Send + 'static> Engine<W> {
+    /// An engine writing to `out`.
+    pub fn new(model: LoadedModel, out: Arc<Mutex<W>>, default_visits: u64, size: Option<usize>, seed: u64) -> Self {
+        let size = size.or(model.meta.as_ref().map(|m| m.size)).unwrap_or(6);
+        Engine {
+            out,
+            model,
+            default_visits: default_visits.max(1),
+            size,
+            half_komi: 0,
+            config: SearchConfig { root_noise: false, ..SearchConfig::default() },
+            position: None,
+            tree: None,
+            running: None,
+            searches: 0,
+            seed,
+        }
+    }
+
+    fn say(&self, line: &str) {
+        say(&self.out, line);
+    }
+
+    /// Handles one input line; returns `false` after `quit`.
+    pub fn handle_line(&mut self, line: &str) -> bool {
+        let cmd = match parse_command(line) {
+            Ok(Some(cmd)) => cmd,
+            Ok(None) => return true,
+            Err(e) => {
+                self.say(&format!("info string error: {e}"));
+                return true;
+            }
+        };
+        match cmd {
+            TeiCommand::Tei => {
+                self.say(&format!("id name Bredon {}", env!("CARGO_PKG_VERSION")));
+                self.say("id author the Bredon developers");
+                let vars: String = HALF_KOMI_RANGE.map(|k| format!(" var {k}")).collect();
+                self.say(&format!("option name HalfKomi type combo default 0{vars}"));
+                self.say("teiok");
+            }
+            TeiCommand::IsReady => self.say("readyok"),
+            TeiCommand::SetOption { name, value } => self.set_option(&name, value.as_deref()),
+            TeiCommand::NewGame(size) => {
+                self.finish();
+                if let Some(s) = size {
+                    self.size = s;
+                }
+                self.position = None;
+                self.tree = None;
+                if let Some(meta) = &self.model.meta
+                    && meta.size != self.size
+                {
+                    self.say(&format!(
+                        "info string warning: the model is for {0}x{0}, this game is {1}x{1}; searching with the uniform evaluator",
+                        meta.size, self.size
+                    ));
+                }
+            }
+            TeiCommand::Position { start, moves } => {
+                self.finish();
+                match self.build_position(&start, &moves) {
+                    Ok(p) => self.position = Some(p),
+                    Err(e) => {
+                        self.position = None;
+                        self.say(&format!("info string error: {e}"));
+                    }
+                }
+            }
+            TeiCommand::Go(params) => {
+                self.finish();
+                self.go(&params);
+            }
+            TeiCommand::Stop => {
+                if let Some(r) = &self.running {
+                    r.stop.store(true, Ordering::Relaxed);
+                }
+                self.finish();
+            }
+            TeiCommand::Quit => {
+                if let Some(r) = &self.running {
+                    r.stop.store(true, Ordering::Relaxed);
+                }
+                self.finish();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Waits for a running search to end (it prints its own `bestmove`).
+    pub fn finish(&mut self) {
+        if let Some(r) = self.running.take() {
+            match r.handle.join() {
+                Ok(tree) => self.tree = Some(tree),
+                Err(_) => {
+                    self.tree = None;
+                    self.say("info string error: the search thread failed");
+                }
+            }
+        }
+    }
+
+    fn set_option(&mut self, name: &str, value: Option<&str>) {
+        match name.to_ascii_lowercase().as_str() {
+            "halfkomi" => match value.and_then(|v| v.trim().parse::<i8>().ok()) {
+                Some(k) if HALF_KOMI_RANGE.contains(&k) => {
+                    self.half_komi = k;
+                    self.tree = None;
+                }
+                _ => self.say(&format!(
+                    "info string error: HalfKomi needs a value from {} to {}, got {:?}",
+                    HALF_KOMI_RANGE.start(),
+                    HALF_KOMI_RANGE.end(),
+                    value.unwrap_or("")
+                )),
+            },
+            "hash" => {} // The tree's memory follows the search; nothing to set.
+            _ => self.say(&format!("info string error: unknown option {name:?}")),
+        }
+    }
+
+    fn build_position(&self, start: &StartPosition, moves: &[String]) -> Result<(Position, Vec<Move>), String> {
+        let mut pos = match start {
+            StartPosition::StartPos => Position::with_options(GameOptions::new(self.size).with_half_komi(self.half_komi))
+                .map_err(|e| format!("position startpos: {e}"))?,
+            StartPosition::Tps(tps) => {
+                parse_tps_with(tps, None, self.half_komi).map_err(|e| format!("position tps {tps:?}: {e}"))?
+            }
+        };
+        if pos.size() != self.size {
+            return Err(format!(
+                "position is {0}x{0} but the game is {1}x{1} (send `teinewgame {0}`)",
+                pos.size(),
+                self.size
+            ));
+        }
+        let start_pos = pos.clone();
+        let mut parsed = Vec::with_capacity(moves.len());
+        for (i, text) in moves.iter().enumerate() {
+            let mv = parse_move(text, pos.size()).map_err(|e| format!("position: move {} {text:?}: {e}", i + 1))?;
+            pos.play(mv).map_err(|e| format!("position: move {} {text:?} is illegal: {e}", i + 1))?;
+            parsed.push(mv);
+        }
+        Ok((start_pos, parsed))
+    }
+
+    /// The evaluator for the current game size.
+    fn evaluator(&self) -> Arc<dyn Evaluator> {
+        match &self.model.meta {
+            Some(meta) if meta.size != self.size => Arc::new(UniformEvaluator),
+            _ => self.model.evaluator.clone(),
+        }
+    }
+
+    /// The tree for the current position: the previous one advanced if the new position
+    /// continues it, else a fresh one.
+    fn tree_for(&mut self, start: &Position, moves: &[Move]) -> Tree {
+        if let Some(mut tree) = self.tree.take()
+            && tree.start == *start
+            && moves.starts_with(&tree.moves)
+        {
+            for &mv in &moves[tree.moves.len()..] {
+                tree.search.advance(mv);
+            }
+            tree.moves = moves.to_vec();
+            return tree;
+        }
+        let mut pos = start.clone();
+        for &mv in moves {
+            pos.make(mv);
+        }
+        Tree { start: start.clone(), moves: moves.to_vec(), search: Search::new(pos, self.config.clone()) }
+    }
+
+    fn go(&mut self, params: &GoParams) {
+        let Some((start, moves)) = self.position.clone() else {
+            self.say("info string error: go without a valid position");
+            return;
+        };
+        let mut tree = self.tree_for(&start, &moves);
+        let pos = tree.search.position().clone();
+        if let Some(result) = pos.result() {
+            self.say(&format!("info string error: the game is over ({result})"));
+            self.tree = Some(tree);
+            return;
+        }
+        let began = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let root_visits = tree.search.root_visits() as u64;
+        let mut limits = SearchLimits {
+            stop: Some(stop.clone()),
+            progress_every: Some(Duration::from_millis(500)),
+            ..SearchLimits::default()
+        };
+        if let Some(n) = params.nodes {
+            limits.visits = Some(root_visits + n.max(1));
+        }
+        if let Some(ms) = params.movetime {
+            limits.deadline = Some(began + Duration::from_millis(ms.saturating_sub(20).max(1)));
+        }
+        let (time, inc) = match pos.side_to_move() {
+            Color::White => (params.wtime, params.winc),
+            Color::Black => (params.btime, params.binc),
+        };
+        if let Some(t) = time {
+            let budget = clock_budget(t, inc.unwrap_or(0));
+            limits.deadline = Some(limits.deadline.map_or(began + budget, |d| d.min(began + budget)));
+        }
+        let no_limit = limits.visits.is_none() && limits.deadline.is_none();
+        if no_limit && !params.infinite {
+            limits.visits = Some(root_visits + self.default_visits);
+        }
+        let infinite = params.infinite;
+        let evaluator = self.evaluator();
+        let out = self.out.clone();
+        let size = self.size;
+        self.searches += 1;
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ self.searches);
+        let thread_stop = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let result = tree.search.run_with(&*evaluator, &limits, &mut rng, |r| {
+                say(&out, &info_line(r, size, began));
+            });
+            say(&out, &info_line(&result, size, began));
+            if infinite {
+                // TEI, like UCI: after `go infinite` the best move waits for `stop`.
+                while !thread_stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            match result.best_move {
+                Some(mv) => say(&out, &format!("bestmove {}", mv.to_ptn(size))),
+                None => say(&out, "info string error: no legal move"),
+            }
+            tree
+        });
+        self.running = Some(Running { stop, handle });
+    }
+}
+
+/// Writes one line and flushes it (a match runner reads line by line).
+fn say<W: Write>(out: &Mutex<W>, line: &str) {
+    let mut w = out.lock().unwrap_or_else(|p| p.into_inner());
+    // A closed stdout means the runner is gone; nothing useful to do with the error.
+    let _ = writeln!(w, "{line}");
+    let _ = w.flush();
+}
+
+/// Time to spend on a move with `time_ms` left and `inc_ms` increment: a twentieth of
+/// the clock plus most of the increment, never more than a third of what is left.
+pub fn clock_budget(time_ms: u64, inc_ms: u64) -> Duration {
+    let spend = time_ms / 20 + inc_ms * 3 / 4;
+    let cap = time_ms / 3;
+    Duration::from_millis(spend.min(cap).saturating_sub(10).max(1))
+}
+
+/// A value in [-1, 1] as centipawn-like units (a logistic scale, ±10000 when proven).
+pub fn value_to_cp(value: f32, proven: bool) -> i32 {
+    if proven {
+        return if value > 0.0 { 10000 } else if value < 0.0 { -10000 } else { 0 };
+    }
+    let p = ((value as f64 + 1.0) / 2.0).clamp(1e-4, 1.0 - 1e-4);
+    (400.0 * (p / (1.0 - p)).log10()).round().clamp(-9999.0, 9999.0) as i32
+}
+
+/// The `info` line for a search result.
+fn info_line(r: &SearchResult, size: usize, began: Instant) -> String {
+    let ms = began.elapsed().as_millis().max(1) as u64;
+    let pv: Vec<String> = r.pv.iter().map(|m| m.to_ptn(size)).collect();
+    format!(
+        "info depth {} nodes {} score cp {} time {} nps {} pv {}",
+        r.pv.len().max(1),
+        r.playouts,
+        value_to_cp(r.value, r.proven),
+        ms,
+        r.playouts * 1000 / ms,
+        pv.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> (Engine<Vec<u8>>, Arc<Mutex<Vec<u8>>>) {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let model = model_arg::load(None, None).unwrap();
+        (Engine::new(model, out.clone(), 50, None, 7), out)
+    }
+
+    fn take(out: &Arc<Mutex<Vec<u8>>>) -> Vec<String> {
+        let mut v = out.lock().unwrap();
+        let s = String::from_utf8(std::mem::take(&mut *v)).unwrap();
+        s.lines().map(str::to_string).collect()
+    }
+
+    fn bestmove(lines: &[String]) -> String {
+        let last = lines.iter().rev().find(|l| l.starts_with("bestmove ")).expect("no bestmove");
+        last["bestmove ".len()..].to_string()
+    }
+
+    #[test]
+    fn handshake_lists_halfkomi_and_ends_with_teiok() {
+        let (mut e, out) = engine();
+        assert!(e.handle_line("tei"));
+        let lines = take(&out);
+        assert!(lines[0].starts_with("id name Bredon"));
+        assert!(lines.iter().any(|l| l.starts_with("option name HalfKomi type combo") && l.contains("var 4")));
+        assert_eq!(lines.last().unwrap(), "teiok");
+        e.handle_line("isready");
+        assert_eq!(take(&out), vec!["readyok"]);
+    }
+
+    #[test]
+    fn plays_the_road_in_one_and_reports_a_proven_score() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 4");
+        e.handle_line("position tps x4/x4/2,2,2,x/1,1,1,x 1 4");
+        e.handle_line("go nodes 200");
+        e.finish();
+        let lines = take(&out);
+        assert!(lines.iter().any(|l| l.starts_with("info depth") && l.contains("score cp 10000")), "{lines:?}");
+        assert_eq!(bestmove(&lines), "d1");
+    }
+
+    #[test]
+    fn bad_input_gets_an_info_string_and_the_engine_goes_on() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 5");
+        for line in [
+            "flurb",
+            "position startpos moves a1 a1",
+            "position startpos moves zz9",
+            "position tps x5/x5 1 1",
+            "position tps x3/x3/x3 1 1",
+            "setoption name HalfKomi value 99",
+            "setoption name Colour value red",
+            "go nodes x",
+        ] {
+            assert!(e.handle_line(line));
+            let lines = take(&out);
+            assert_eq!(lines.len(), 1, "{line}: {lines:?}");
+            assert!(lines[0].starts_with("info string error"), "{line}: {lines:?}");
+        }
+        // After an invalid position, `go` refuses instead of playing from a stale one.
+        e.handle_line("go nodes 10");
+        e.finish();
+        assert!(take(&out)[0].contains("go without a valid position"));
+        e.handle_line("position startpos moves a1 e5");
+        e.handle_line("go nodes 20");
+        e.finish();
+        let mv = bestmove(&take(&out));
+        assert!(parse_move(&mv, 5).is_ok());
+    }
+
+    #[test]
+    fn infinite_search_waits_for_stop() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 5");
+        e.handle_line("position startpos");
+        e.handle_line("go infinite");
+        std::thread::sleep(Duration::from_millis(100));
+        e.handle_line("isready");
+        assert!(!take(&out).iter().any(|l| l.starts_with("bestmove")));
+        e.handle_line("stop");
+        let lines = take(&out);
+        let mv = bestmove(&lines);
+        assert!(parse_move(&mv, 5).is_ok());
+        assert!(e.running.is_none());
+    }
+
+    #[test]
+    fn tree_is_reused_when_the_game_continues() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 4");
+        e.handle_line("position startpos");
+        e.handle_line("go nodes 300");
+        e.finish();
+        let first = bestmove(&take(&out));
+        e.handle_line(&format!("position startpos moves {first}"));
+        let (start, moves) = e.position.clone().unwrap();
+        let tree = e.tree_for(&start, &moves);
+        assert!(tree.search.root_visits() > 1, "the subtree of the played move was dropped");
+        assert_eq!(tree.search.position().ply(), 1);
+    }
+
+    #[test]
+    fn komi_reaches_the_position() {
+        let (mut e, _out) = engine();
+        e.handle_line("teinewgame 6");
+        e.handle_line("setoption name HalfKomi value 4");
+        e.handle_line("position startpos moves a1");
+        assert_eq!(e.position.as_ref().unwrap().0.half_komi(), 4);
+    }
+
+    #[test]
+    fn clock_budget_is_sane() {
+        assert!(clock_budget(60_000, 0) >= Duration::from_millis(2900));
+        assert!(clock_budget(60_000, 0) <= Duration::from_millis(3000));
+        assert!(clock_budget(300, 10_000) <= Duration::from_millis(100));
+        assert!(clock_budget(0, 0) >= Duration::from_millis(1));
+        assert_eq!(value_to_cp(0.0, false), 0);
+        assert!(value_to_cp(0.5, false) > 100);
+        assert_eq!(value_to_cp(-1.0, true), -10000);
+    }
 }

@@ -76,6 +76,11 @@ impl Learner {
             .with_context(|| format!("saving optimizer state in {}", dir.display()))
     }
 
+    /// The current weights as an inference model.
+    pub fn model(&self) -> bredon_nn::TakNet {
+        self.trainer.model()
+    }
+
     /// A description such as `b4c48`.
     pub fn describe(&self) -> String {
         self.net.name()

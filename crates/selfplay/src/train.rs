@@ -5,7 +5,8 @@
 //! `games/gen-g/` holds `games_per_generation` games — games already there (from before a
 //! kill, or from separate `bredon selfplay` processes) count; (2) training from the
 //! `gen-g` weights and optimiser state; (3) writing checkpoint `gen-(g+1)` (model,
-//! optimiser, `state.json` last) and only then the `latest` pointer. A kill during (1)
+//! optimiser, `state.json` last), the evaluation hook and the generation's log line, and
+//! only then the `latest` pointer. A kill during (1)
 //! loses only unfinished games; during (2) or (3) the training of that generation is
 //! redone from the same checkpoint with the same RNG state.
 
@@ -257,12 +258,14 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         let next = RunDir::model_name(state.generation);
         learner.save(&run.checkpoint_dir(&next), state.step, state.generation)?;
         run.write_state(&next, &state)?;
-        run.set_latest(&next)?;
-        // (4) Evaluation hook.
+        // (4) Evaluation hook and the generation's log line, both before the `latest`
+        // pointer moves: a kill before it redoes this generation (the log line is then
+        // replaced, not duplicated), a kill after it loses nothing.
         if cfg.eval.every > 0 && state.generation % cfg.eval.every == 0 {
             summary.eval = crate::evaluate::evaluate_generation(cfg, run, &learner, state.generation, &stop)?;
         }
         log_generation(run, &mut tb, &summary, cfg.train.lr_at(state.step), total)?;
+        run.set_latest(&next)?;
         summaries.push(summary);
     }
     tb.close();
@@ -314,7 +317,18 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     tb.scalars(step, &refs);
     // One JSON line per generation, appended by rewriting the file atomically.
     let path = run.logs_dir().join("generations.jsonl");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    let previous = std::fs::read_to_string(&path).unwrap_or_default();
+    // Drop a line for the same generation left by a run killed before `latest` moved.
+    let mut text: String = previous
+        .lines()
+        .filter(|line| {
+            serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("generation").and_then(|g| g.as_u64()))
+                != Some(s.generation as u64)
+        })
+        .flat_map(|line| [line, "\n"])
+        .collect();
     text.push_str(&serde_json::to_string(s)?);
     text.push('\n');
     atomic_write(&path, text.as_bytes())

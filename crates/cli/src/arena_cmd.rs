@@ -1,0 +1,264 @@
+//! `bredon arena`: matches between checkpoints, baselines and external TEI engines, with
+//! Elo ratings, a plot and TensorBoard curves.
+
+use anyhow::{Context, Result, bail};
+use bredon_arena::{
+    EloOptions, EloPoint, GameRecord, MatchConfig, PlayerSpec, RatingsTable, Schedule, entrants_from_specs, plot_elo,
+    rate_results, run_match,
+};
+use bredon_selfplay::config::RunConfig;
+use bredon_selfplay::rundir::RunDir;
+use bredon_selfplay::tb::TbLogger;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+/// Who plays whom in a free match.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleArg {
+    /// Everyone against everyone.
+    RoundRobin,
+    /// The first player against each of the others.
+    Gauntlet,
+}
+
+/// Arguments of `bredon arena`.
+#[derive(clap::Args, Debug)]
+pub struct ArenaArgs {
+    /// A training run: rate its checkpoints against each other and the baselines
+    /// (writes `<run>/arena/`: games, results.jsonl, ratings.csv/json, elo.svg).
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+    /// A player, as `random`, `uniform:VISITS`, `checkpoint:PATH`, or
+    /// `tei:PROGRAM ARGS;name=NAME;option.HalfKomi=4` (repeat the flag). With `--run` these
+    /// are the baselines (default `uniform:VISITS`); the first anchors the ladder and the
+    /// others play the newest checkpoint.
+    #[arg(long = "player")]
+    pub players: Vec<String>,
+    /// Match settings (TOML, the fields of `MatchConfig`); flags override them.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Output directory of a free match (required without `--run`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Board size of a free match (with `--run`: the run's).
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// Komi in half points of a free match (with `--run`: the run's).
+    #[arg(long, allow_hyphen_values = true)]
+    pub half_komi: Option<i8>,
+    /// Games per pairing (played in colour-swapped pairs).
+    #[arg(long)]
+    pub games: Option<usize>,
+    /// Visits per move for players that set none of their own.
+    #[arg(long)]
+    pub visits: Option<u64>,
+    /// Games played in parallel (default: the number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Schedule of a free match.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::RoundRobin)]
+    pub schedule: ScheduleArg,
+    /// With `--run`: use every K-th checkpoint (default: spaced so that at most
+    /// `--max-checkpoints` are rated). The first and the newest are always included.
+    #[arg(long)]
+    pub every: Option<u32>,
+    /// With `--run`: the most checkpoints to rate when `--every` is not given.
+    #[arg(long, default_value_t = 12)]
+    pub max_checkpoints: usize,
+}
+
+/// Runs the arena and prints the ratings table.
+pub fn run(args: ArenaArgs) -> Result<()> {
+    let mut config = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str::<MatchConfig>(&text).with_context(|| format!("{}", p.display()))?
+        }
+        None => MatchConfig::default(),
+    };
+    if let Some(g) = args.games {
+        config.games_per_pairing = g;
+    }
+    if let Some(v) = args.visits {
+        config.visits = v;
+    }
+    config.threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let table = match &args.run {
+        Some(run) => rate_run(run, &args, config)?,
+        None => free_match(&args, config)?,
+    };
+    println!("{table}");
+    Ok(())
+}
+
+fn parse_specs(texts: &[String]) -> Result<Vec<PlayerSpec>> {
+    texts.iter().map(|t| t.parse::<PlayerSpec>().with_context(|| format!("player {t:?}"))).collect()
+}
+
+fn progress(total: usize) -> impl FnMut(&GameRecord) -> ControlFlow<()> {
+    let mut n = 0usize;
+    move |r: &GameRecord| {
+        n += 1;
+        eprintln!("[{n}/{total}] {} vs {}: {} in {} plies ({})", r.white, r.black, r.result, r.plies, r.opening);
+        ControlFlow::Continue(())
+    }
+}
+
+fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable> {
+    let Some(out) = &args.out else { bail!("a free match needs --out DIR (or use --run DIR)") };
+    if args.players.len() < 2 {
+        bail!("a match needs at least two --player");
+    }
+    if let Some(s) = args.size {
+        config.size = s;
+    }
+    if let Some(k) = args.half_komi {
+        config.half_komi = k;
+    }
+    config.schedule = match args.schedule {
+        ScheduleArg::RoundRobin => Schedule::RoundRobin,
+        ScheduleArg::Gauntlet => Schedule::Gauntlet,
+    };
+    config.validate()?;
+    let specs = parse_specs(&args.players)?;
+    let entrants = entrants_from_specs(&config, &specs)?;
+    for e in &entrants {
+        drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
+    }
+    let pairings = bredon_arena::pairings(config.schedule, entrants.len()).len();
+    let total = pairings * config.pairs_per_pairing() * 2;
+    run_match(&config, &entrants, out, &mut progress(total))?;
+    let names: Vec<String> = entrants.iter().map(|e| e.name.clone()).collect();
+    rate_results(&out.join(&config.results_file), &names, &config.elo, out)
+}
+
+/// The checkpoints to rate: every `every`-th, plus the first and the newest.
+pub fn pick_checkpoints(all: &[String], every: Option<u32>, max: usize) -> Vec<String> {
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let every = every.map(|e| e.max(1) as usize).unwrap_or_else(|| all.len().div_ceil(max.max(2) - 1).max(1));
+    let mut picked: Vec<String> = all.iter().step_by(every).cloned().collect();
+    let last = all.last().expect("non-empty");
+    if picked.last() != Some(last) {
+        picked.push(last.clone());
+    }
+    picked
+}
+
+/// Rates the checkpoints of a run (ladder schedule, anchored at the first checkpoint),
+/// then writes the plot and the TensorBoard curve.
+pub fn rate_run(run_path: &Path, args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable> {
+    let run = RunDir::new(run_path);
+    let run_cfg = RunConfig::load(&run.config_path())
+        .with_context(|| format!("{} is not a run directory", run_path.display()))?;
+    config.size = run_cfg.game.size;
+    config.half_komi = run_cfg.game.half_komi();
+    if args.visits.is_none() && args.config.is_none() {
+        config.visits = run_cfg.eval.visits as u64;
+    }
+    config.validate()?;
+    let checkpoints = pick_checkpoints(&run.checkpoints(), args.every, args.max_checkpoints);
+    if checkpoints.is_empty() {
+        bail!("{} has no checkpoints yet", run_path.display());
+    }
+    let baselines = if args.players.is_empty() {
+        vec![format!("uniform:{}", config.visits)]
+    } else {
+        args.players.clone()
+    };
+    let baselines = parse_specs(&baselines)?;
+    let ckpt_specs: Vec<PlayerSpec> = checkpoints
+        .iter()
+        .map(|name| PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.clone()) })
+        .collect();
+    let out = run.arena_dir();
+    config.elo = EloOptions { anchor: Some(checkpoints[0].clone()), ..config.elo.clone() };
+
+    // The ladder: first baseline, then the checkpoints in training order.
+    let mut ladder_specs = vec![baselines[0].clone()];
+    ladder_specs.extend(ckpt_specs.iter().cloned());
+    let ladder_cfg = MatchConfig { schedule: Schedule::Ladder, ..config.clone() };
+    let ladder = entrants_from_specs(&ladder_cfg, &ladder_specs)?;
+    drop((ladder[0].factory)().with_context(|| format!("starting player {}", ladder[0].name))?);
+    let mut total = bredon_arena::pairings(Schedule::Ladder, ladder.len()).len() * config.pairs_per_pairing() * 2;
+    // Further baselines play the newest checkpoint.
+    let mut gauntlet = Vec::new();
+    if baselines.len() > 1 {
+        let mut specs = vec![ckpt_specs.last().expect("non-empty").clone()];
+        specs.extend(baselines[1..].iter().cloned());
+        let gcfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
+        gauntlet = entrants_from_specs(&gcfg, &specs)?;
+        for e in &gauntlet[1..] {
+            drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
+        }
+        total += (gauntlet.len() - 1) * config.pairs_per_pairing() * 2;
+    }
+    eprintln!(
+        "arena: {} checkpoints ({} .. {}), baselines {}, {} games per pairing, {} visits, {} threads; up to {total} games (games already played are skipped)",
+        checkpoints.len(),
+        checkpoints[0],
+        checkpoints.last().expect("non-empty"),
+        baselines.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
+        config.games_per_pairing,
+        config.visits,
+        config.threads
+    );
+    let mut on_game = progress(total);
+    run_match(&ladder_cfg, &ladder, &out, &mut on_game)?;
+    if !gauntlet.is_empty() {
+        let gcfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
+        run_match(&gcfg, &gauntlet, &out, &mut on_game)?;
+    }
+    let mut names: Vec<String> = checkpoints.clone();
+    names.extend(baselines.iter().map(|b| b.name()));
+    let table = rate_results(&out.join(&config.results_file), &names, &config.elo, &out)?;
+    write_curves(&run, &table, &checkpoints, &baselines.iter().map(|b| b.name()).collect::<Vec<_>>())?;
+    Ok(table)
+}
+
+/// Elo over training steps: `arena/elo.svg` (checkpoints with 95% intervals, baselines
+/// as flat lines) and TensorBoard scalars under `tensorboard/arena`.
+fn write_curves(run: &RunDir, table: &RatingsTable, checkpoints: &[String], baselines: &[String]) -> Result<()> {
+    let mut points = Vec::new();
+    let mut max_step = 0.0f64;
+    let mut tb = TbLogger::open(&run.tensorboard_dir().join("arena"));
+    for name in checkpoints {
+        let (Some(row), Ok(state)) = (table.get(name), run.read_state(name)) else { continue };
+        let step = state.step as f64;
+        max_step = max_step.max(step);
+        points.push(EloPoint { step, elo: row.elo, lo: row.lo, hi: row.hi, label: "checkpoints".into() });
+        tb.scalars(state.step, &[("arena/elo", row.elo), ("arena/elo_lo", row.lo), ("arena/elo_hi", row.hi)]);
+    }
+    tb.close();
+    for name in baselines {
+        if let Some(row) = table.get(name) {
+            for step in [0.0, max_step] {
+                points.push(EloPoint { step, elo: row.elo, lo: row.lo, hi: row.hi, label: name.clone() });
+            }
+        }
+    }
+    let path = run.arena_dir().join("elo.svg");
+    plot_elo(&points, &path)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_first_spaced_and_newest() {
+        let all: Vec<String> = (0..25).map(|g| format!("gen-{g:04}")).collect();
+        let p = pick_checkpoints(&all, Some(10), 12);
+        assert_eq!(p, vec!["gen-0000", "gen-0010", "gen-0020", "gen-0024"]);
+        let p = pick_checkpoints(&all, None, 6);
+        assert!(p.len() <= 7 && p[0] == "gen-0000" && p.last().unwrap() == "gen-0024", "{p:?}");
+        assert_eq!(pick_checkpoints(&all[..1], None, 12), vec!["gen-0000"]);
+        assert!(pick_checkpoints(&[], None, 12).is_empty());
+    }
+}
