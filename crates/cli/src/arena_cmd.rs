@@ -135,6 +135,33 @@ fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable>
     rate_results(&out.join(&config.results_file), &names, &config.elo, out)
 }
 
+/// The training loop's hook: rates every `every`-th checkpoint of the run at `root`
+/// against the uniform search (`games` per pairing, `visits` per move), like
+/// `bredon arena --run ROOT --every EVERY`.
+pub fn update_ladder(root: &Path, every: u32, games: usize, visits: u64) -> Result<RatingsTable> {
+    let args = ArenaArgs {
+        run: Some(root.to_path_buf()),
+        players: Vec::new(),
+        config: None,
+        out: None,
+        size: None,
+        half_komi: None,
+        games: Some(games),
+        visits: Some(visits),
+        threads: None,
+        schedule: ScheduleArg::RoundRobin,
+        every: Some(every),
+        max_checkpoints: usize::MAX,
+    };
+    let config = MatchConfig {
+        games_per_pairing: games,
+        visits,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ..MatchConfig::default()
+    };
+    rate_run(root, &args, config)
+}
+
 /// The checkpoints to rate: every `every`-th, plus the first and the newest.
 pub fn pick_checkpoints(all: &[String], every: Option<u32>, max: usize) -> Vec<String> {
     if all.is_empty() {

@@ -184,11 +184,18 @@ pub struct EvalConfig {
     pub games: usize,
     /// Visits per move for both sides.
     pub visits: u32,
+    /// Every this many generations, `bredon train` also updates the arena's Elo ladder
+    /// in `<run>/arena` (the checkpoints every `arena_every` generations against the
+    /// uniform search and each other, as `bredon arena --run --every arena_every` does):
+    /// ratings, `elo.svg` and TensorBoard curves. 0 = never.
+    pub arena_every: u32,
+    /// Games per pairing in those ladder matches.
+    pub arena_games: usize,
 }
 
 impl Default for EvalConfig {
     fn default() -> Self {
-        EvalConfig { every: 1, games: 20, visits: 64 }
+        EvalConfig { every: 1, games: 20, visits: 64, arena_every: 0, arena_games: 10 }
     }
 }
 

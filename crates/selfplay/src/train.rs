@@ -28,14 +28,30 @@ use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
 
+/// Called with the generation number after each checkpoint is complete (the `latest`
+/// pointer has moved). The CLI uses it to update the arena's Elo ladder.
+pub type CheckpointHook = Arc<dyn Fn(u32) -> Result<()> + Send + Sync>;
+
 /// How `train` runs, beyond the config.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct TrainOptions {
     /// Don't play games in this process: wait for `bredon selfplay` processes sharing
     /// the run directory to produce them.
     pub external_selfplay: bool,
     /// Hide progress bars (logs and summaries still print).
     pub quiet: bool,
+    /// Runs after every checkpoint; an error is reported and training goes on.
+    pub after_checkpoint: Option<CheckpointHook>,
+}
+
+impl std::fmt::Debug for TrainOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrainOptions")
+            .field("external_selfplay", &self.external_selfplay)
+            .field("quiet", &self.quiet)
+            .field("after_checkpoint", &self.after_checkpoint.is_some())
+            .finish()
+    }
 }
 
 /// One generation's summary (also a line of `logs/generations.jsonl`).
@@ -267,6 +283,11 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         log_generation(run, &mut tb, &summary, cfg.train.lr_at(state.step), total)?;
         run.set_latest(&next)?;
         summaries.push(summary);
+        if let Some(hook) = &opts.after_checkpoint
+            && let Err(e) = hook(state.generation)
+        {
+            eprintln!("warning: after-checkpoint hook for {next} failed: {e:#}");
+        }
     }
     tb.close();
     Ok(summaries)

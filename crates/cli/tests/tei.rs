@@ -1,0 +1,205 @@
+//! `bredon tei` driven through stdin/stdout the way a match runner drives it.
+
+use bredon_rules::notation::parse_move;
+use bredon_rules::{GameOptions, Position};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Engine {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Engine {
+    fn start(args: &[&str]) -> Engine {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bredon"))
+            .arg("tei")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start bredon tei");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Engine { child, stdin, lines }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Lines up to and including the first that starts with `prefix`.
+    fn until(&mut self, prefix: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_timeout(TIMEOUT) {
+                Ok(line) => {
+                    let done = line.starts_with(prefix);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!("no {prefix:?} within {TIMEOUT:?}; saw {seen:?}"),
+                Err(RecvTimeoutError::Disconnected) => panic!("engine exited before {prefix:?}; saw {seen:?}"),
+            }
+        }
+    }
+
+    fn handshake(&mut self) -> Vec<String> {
+        self.send("tei");
+        let lines = self.until("teiok");
+        self.send("isready");
+        self.until("readyok");
+        lines
+    }
+
+    fn quit(mut self) {
+        self.send("quit");
+        for _ in 0..600 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("the engine did not exit after quit");
+    }
+}
+
+#[test]
+fn two_engines_play_a_full_game_through_tei() {
+    let mut engines = [Engine::start(&["--seed", "1"]), Engine::start(&["--seed", "2"])];
+    for e in &mut engines {
+        let lines = e.handshake();
+        assert!(lines[0].starts_with("id name Bredon"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("option name HalfKomi")), "{lines:?}");
+        e.send("setoption name HalfKomi value 4");
+        e.send("teinewgame 5");
+    }
+    let mut pos = Position::with_options(GameOptions::new(5).with_half_komi(4)).unwrap();
+    let mut moves: Vec<String> = Vec::new();
+    while pos.result().is_none() {
+        assert!(moves.len() < 400, "game too long");
+        let e = &mut engines[moves.len() % 2];
+        if moves.is_empty() {
+            e.send("position startpos");
+        } else {
+            e.send(&format!("position startpos moves {}", moves.join(" ")));
+        }
+        // Mix the ways a runner limits a move.
+        match moves.len() % 3 {
+            0 => e.send("go nodes 40"),
+            1 => e.send("go movetime 30"),
+            _ => e.send("go wtime 2000 btime 2000 winc 10 binc 10"),
+        }
+        let lines = e.until("bestmove ");
+        assert!(lines.iter().any(|l| l.starts_with("info depth ") && l.contains(" score cp ") && l.contains(" pv ")));
+        assert!(!lines.iter().any(|l| l.starts_with("info string error")), "{lines:?}");
+        let text = lines.last().unwrap()["bestmove ".len()..].trim().to_string();
+        let mv = parse_move(&text, 5).unwrap_or_else(|e| panic!("bestmove {text:?}: {e}"));
+        pos.play(mv).unwrap_or_else(|e| panic!("illegal bestmove {text} after {moves:?}: {e}"));
+        moves.push(text);
+    }
+    assert!(pos.result().is_some());
+    for e in engines {
+        e.quit();
+    }
+}
+
+#[test]
+fn bad_input_is_answered_and_the_engine_goes_on() {
+    let mut e = Engine::start(&[]);
+    e.handshake();
+    e.send("teinewgame 4");
+    for bad in ["hello", "position startpos moves a9", "position tps x4/x4 1 1", "go nodes many", "setoption name Nope value 1"] {
+        e.send(bad);
+        let lines = e.until("info string error");
+        assert_eq!(lines.len(), 1, "{bad}: {lines:?}");
+    }
+    e.send("position startpos moves a1 d4");
+    e.send("go nodes 30");
+    let lines = e.until("bestmove ");
+    let mv = lines.last().unwrap()["bestmove ".len()..].to_string();
+    let mut pos = Position::new(4).unwrap();
+    for m in ["a1", "d4"] {
+        pos.play(parse_move(m, 4).unwrap()).unwrap();
+    }
+    pos.play(parse_move(&mv, 4).unwrap()).unwrap();
+    e.quit();
+}
+
+#[test]
+fn go_infinite_stops_on_stop() {
+    let mut e = Engine::start(&[]);
+    e.handshake();
+    e.send("teinewgame 6");
+    e.send("position startpos moves a1 f6");
+    e.send("go infinite");
+    std::thread::sleep(Duration::from_millis(300));
+    e.send("isready");
+    let lines = e.until("readyok");
+    assert!(!lines.iter().any(|l| l.starts_with("bestmove")), "{lines:?}");
+    e.send("stop");
+    let lines = e.until("bestmove ");
+    assert!(parse_move(&lines.last().unwrap()["bestmove ".len()..], 6).is_ok());
+    e.quit();
+}
+
+#[test]
+fn end_of_input_ends_the_engine() {
+    let mut e = Engine::start(&[]);
+    e.handshake();
+    drop(e.stdin);
+    for _ in 0..300 {
+        if let Some(status) = e.child.try_wait().unwrap() {
+            assert!(status.success());
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = e.child.kill();
+    panic!("the engine did not exit at end of input");
+}
+
+/// The arena drives `bredon tei` as an external engine, exactly as it would Tiltak.
+#[test]
+fn arena_plays_bredon_tei_as_an_external_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("arena");
+    let engine = format!("tei:{} tei;name=bredon-tei;nodes=30", env!("CARGO_BIN_EXE_bredon"));
+    let status = Command::new(env!("CARGO_BIN_EXE_bredon"))
+        .args(["arena", "--size", "4", "--games", "4", "--threads", "2", "--player", &engine, "--player", "uniform:30"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let table = String::from_utf8(status.stdout).unwrap();
+    assert!(table.contains("bredon-tei") && table.contains("uniform-30"), "{table}");
+    let records = bredon_arena::load_records(&out.join("results.jsonl")).unwrap();
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        // No game was lost to a protocol failure or an illegal move.
+        assert!(!matches!(r.termination, bredon_arena::Termination::Forfeit { .. }), "{r:?}");
+        assert!(out.join("games").join(&r.ptn_file).is_file() || out.join(&r.ptn_file).is_file(), "{}", r.ptn_file);
+    }
+    assert!(out.join("ratings.csv").is_file() && out.join("ratings.json").is_file());
+}
