@@ -18,6 +18,8 @@ use crate::rundir::RunDir;
 /// (wins + draws / 2) / games. Both sides search `visits` per move without noise and pick
 /// the best move; the first `random_plies` plies are chosen with temperature 1 from the
 /// search so that games differ. Games reaching `max_plies` are scored by the flat count.
+/// The games run on their own threads at once, so batching evaluators (the inference
+/// service) gather leaves from all of them into one forward pass.
 #[allow(clippy::too_many_arguments)]
 pub fn play_match(
     a: &dyn Evaluator,
@@ -30,19 +32,18 @@ pub fn play_match(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<f64> {
-    let mut score = 0.0;
-    let mut played = 0;
-    let random_plies = 2;
-    for g in 0..games {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
+    let mut cfg = search.clone();
+    cfg.root_noise = false;
+    let cfg = &cfg;
+    let play_one = |g: usize| -> Result<Option<f64>> {
+        let random_plies = 2;
         let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(g as u64 / 2));
         let a_color = if g % 2 == 0 { Color::White } else { Color::Black };
         let mut pos = Position::with_options(opts)?;
-        let mut cfg = search.clone();
-        cfg.root_noise = false;
         while pos.result().is_none() && (pos.ply() as usize) < max_plies {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
             let ev: &dyn Evaluator = if pos.side_to_move() == a_color { a } else { b };
             let mut s = Search::new(pos.clone(), cfg.clone());
             let r = s.run(ev, visits as u64, &mut rng);
@@ -51,8 +52,22 @@ pub fn play_match(
             pos.play(mv)?;
         }
         let result = pos.result().unwrap_or_else(|| pos.flat_result());
-        score += (result.score_for(a_color) as f64 + 1.0) / 2.0;
-        played += 1;
+        Ok(Some((result.score_for(a_color) as f64 + 1.0) / 2.0))
+    };
+    let results: Vec<Result<Option<f64>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..games).map(|g| scope.spawn(move || play_one(g))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an evaluation game panicked"))))
+            .collect()
+    });
+    let mut score = 0.0;
+    let mut played = 0;
+    for r in results {
+        if let Some(s) = r? {
+            score += s;
+            played += 1;
+        }
     }
     Ok(if played == 0 { 0.5 } else { score / played as f64 })
 }
