@@ -88,7 +88,7 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
         let visits = cfg.eval.visits as u64;
         let root = run.root().to_path_buf();
         let hook: bredon_selfplay::train::CheckpointHook = std::sync::Arc::new(move |generation: u32| {
-            if generation % every != 0 {
+            if !generation.is_multiple_of(every) {
                 return Ok(());
             }
             let table = crate::arena_cmd::update_ladder(&root, every, games, visits)?;

@@ -130,7 +130,8 @@ fn sigkill_at_any_moment_loses_nothing() {
     let games1 = run.join("games").join("gen-0001");
     let ck = |g: u32| run.join("checkpoints").join(format!("gen-{g:04}")).join("state.json");
 
-    let kills: [(&str, Box<dyn Fn() -> bool>); 3] = [
+    type Moment<'a> = (&'a str, Box<dyn Fn() -> bool + 'a>);
+    let kills: [Moment; 3] = [
         ("some games of generation 0", Box::new(|| count_files(&games0, "game") >= 5)),
         ("checkpoint gen-0001", Box::new(|| ck(1).is_file())),
         ("some games of generation 1", Box::new(|| count_files(&games1, "game") >= 3)),

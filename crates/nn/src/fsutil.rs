@@ -35,10 +35,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         }
         Ok(())
     };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        e
-    })
+    write()
+        .inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
     .with_context(|| format!("writing {}", path.display()))
 }
 

@@ -314,7 +314,9 @@ impl GameResult {
         }
     }
 
-    /// Parses a PTN result string. `0-0` (unfinished) gives `Ok(None)`.
+    /// Parses a PTN result string. `0-0` (unfinished) gives `Ok(None)`; anything else
+    /// that is not a result gives `Err(())` (callers attach the position of the text).
+    #[allow(clippy::result_unit_err)]
     pub fn parse_ptn(s: &str) -> Result<Option<GameResult>, ()> {
         let r = |color, kind| Ok(Some(GameResult::Win { color, kind }));
         match s {

@@ -38,7 +38,7 @@ pub fn play_match(
     let play_one = |g: usize| -> Result<Option<f64>> {
         let random_plies = 2;
         let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(g as u64 / 2));
-        let a_color = if g % 2 == 0 { Color::White } else { Color::Black };
+        let a_color = if g.is_multiple_of(2) { Color::White } else { Color::Black };
         let mut pos = Position::with_options(opts)?;
         while pos.result().is_none() && (pos.ply() as usize) < max_plies {
             if stop.load(Ordering::Relaxed) {

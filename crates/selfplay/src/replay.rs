@@ -207,7 +207,7 @@ impl GameRecord {
             s.push_str(&Move(ply.mv).to_ptn(n));
             s.push(if i % 2 == 1 { '\n' } else { ' ' });
         }
-        s.push_str(&result);
+        s.push_str(result);
         s.push('\n');
         s
     }
