@@ -7,7 +7,6 @@ use bredon_mcts::{Evaluator, Search, SearchConfig, UniformEvaluator};
 use bredon_rules::{Color, GameOptions, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::RunConfig;
@@ -80,39 +79,27 @@ pub fn evaluate_generation(
     generation: u32,
     stop: &AtomicBool,
 ) -> Result<Vec<(String, f64)>> {
-    let opts = cfg.game.options();
     let (current, _svc) = learner.start_inference(64)?;
-    let mut out = Vec::new();
     let seed = cfg.schedule.seed ^ 0xE7A1 ^ generation as u64;
-    let uniform: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
-    let score = play_match(
-        current.as_ref(),
-        uniform.as_ref(),
-        opts,
-        &cfg.search,
-        cfg.eval.games,
-        cfg.eval.visits,
-        cfg.selfplay.max_plies,
-        seed,
-        stop,
-    )?;
-    out.push(("uniform".to_string(), score));
-    let first = RunDir::model_name(0);
-    if generation > 0 {
-        let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
-        let (first_eval, _svc0) = first_learner.start_inference(64)?;
-        let score = play_match(
+    let against = |opponent: &dyn Evaluator| {
+        play_match(
             current.as_ref(),
-            first_eval.as_ref(),
-            opts,
+            opponent,
+            cfg.game.options(),
             &cfg.search,
             cfg.eval.games,
             cfg.eval.visits,
             cfg.selfplay.max_plies,
             seed,
             stop,
-        )?;
-        out.push((first, score));
+        )
+    };
+    let mut out = vec![("uniform".to_string(), against(&UniformEvaluator)?)];
+    if generation > 0 {
+        let first = RunDir::model_name(0);
+        let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
+        let (first_eval, _svc0) = first_learner.start_inference(64)?;
+        out.push((first, against(first_eval.as_ref())?));
     }
     Ok(out)
 }
