@@ -3,10 +3,10 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::{
-    EloOptions, EloPoint, GameRecord, MatchConfig, PlayerSpec, RatingsTable, Schedule, entrants_from_specs, plot_elo,
-    rate_results, run_match,
+    EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
+    entrants_from_specs, plot_elo, rate_results, run_gate, run_match,
 };
-use bredon_selfplay::config::RunConfig;
+use bredon_selfplay::config::{GateTest, RunConfig};
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::tb::TbLogger;
 use std::ops::ControlFlow;
@@ -133,6 +133,55 @@ fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable>
     run_match(&config, &entrants, out, &mut progress(total))?;
     let names: Vec<String> = entrants.iter().map(|e| e.name.clone()).collect();
     rate_results(&out.join(&config.results_file), &names, &config.elo, out)
+}
+
+/// The training loop's gate: checkpoint `generation` plays the current self-play model
+/// (the `best` pointer, else the previous checkpoint) under `[eval.gate]`, and `best`
+/// moves to it only if it passes. Games go to `<run>/arena/gating/`.
+pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<()> {
+    let run = RunDir::new(root);
+    let g = &cfg.eval.gate;
+    let candidate = RunDir::model_name(generation);
+    let incumbent = match run.best()? {
+        Some(b) => b,
+        None => RunDir::model_name(generation.saturating_sub(1)),
+    };
+    if incumbent == candidate {
+        return Ok(());
+    }
+    let visits = if g.visits > 0 { g.visits } else { cfg.eval.visits };
+    let config = MatchConfig {
+        size: cfg.game.size,
+        half_komi: cfg.game.half_komi(),
+        games_per_pairing: g.games.max(2),
+        visits: visits as u64,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        max_plies: cfg.selfplay.max_plies,
+        seed: generation as u64,
+        ..MatchConfig::default()
+    };
+    let gate = match g.test {
+        GateTest::Sprt => {
+            GateConfig::Sprt { elo0: g.elo0, elo1: g.elo1, alpha: g.alpha, beta: g.beta, model: Default::default() }
+        }
+        GateTest::Fixed => GateConfig::Fixed { games: g.games as u64, threshold: g.threshold },
+    };
+    let spec = |name: &str| PlayerSpec::Checkpoint {
+        path: run.checkpoint_dir(name),
+        visits: None,
+        name: Some(name.to_string()),
+    };
+    let entrants = entrants_from_specs(&config, &[spec(&candidate), spec(&incumbent)])?;
+    let report = run_gate(&config, &entrants[0], &entrants[1], &gate, &run.arena_dir().join("gating"))?;
+    let accepted = report.state == GateState::AcceptH1;
+    run.set_best(if accepted { &candidate } else { &incumbent })?;
+    eprintln!(
+        "gate: {candidate} vs {incumbent}: {:.1}% over {} games -> {}",
+        report.score * 100.0,
+        report.games,
+        if accepted { format!("{candidate} plays self-play now") } else { format!("{incumbent} keeps playing") }
+    );
+    Ok(())
 }
 
 /// The training loop's hook: rates every `every`-th checkpoint of the run at `root`

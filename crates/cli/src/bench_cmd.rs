@@ -138,6 +138,7 @@ fn bench_selfplay(args: &SelfPlayArgs) -> Result<()> {
         search: cfg.search.clone(),
         selfplay: cfg.selfplay.clone(),
         model: "bench".into(),
+        generation: "bench".into(),
         seed: cfg.schedule.seed,
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -82,21 +82,24 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
     if let Some(m) = args.minutes {
         cfg.schedule.max_minutes = m;
     }
-    let after_checkpoint: Option<bredon_selfplay::train::CheckpointHook> = (cfg.eval.arena_every > 0).then(|| {
-        let every = cfg.eval.arena_every;
-        let games = cfg.eval.arena_games;
-        let visits = cfg.eval.visits as u64;
-        let root = run.root().to_path_buf();
-        let hook: bredon_selfplay::train::CheckpointHook = std::sync::Arc::new(move |generation: u32| {
-            if !generation.is_multiple_of(every) {
-                return Ok(());
-            }
-            let table = crate::arena_cmd::update_ladder(&root, every, games, visits)?;
-            eprintln!("{table}");
-            Ok(())
+    let after_checkpoint: Option<bredon_selfplay::train::CheckpointHook> =
+        (cfg.eval.arena_every > 0 || cfg.eval.gate.enabled).then(|| {
+            let cfg = cfg.clone();
+            let root = run.root().to_path_buf();
+            let hook: bredon_selfplay::train::CheckpointHook = std::sync::Arc::new(move |generation: u32| {
+                if cfg.eval.gate.enabled {
+                    crate::arena_cmd::gate_checkpoint(&root, &cfg, generation)?;
+                }
+                let every = cfg.eval.arena_every;
+                if every > 0 && generation.is_multiple_of(every) {
+                    let table =
+                        crate::arena_cmd::update_ladder(&root, every, cfg.eval.arena_games, cfg.eval.visits as u64)?;
+                    eprintln!("{table}");
+                }
+                Ok(())
+            });
+            hook
         });
-        hook
-    });
     let opts = TrainOptions { external_selfplay: args.external_selfplay, quiet: args.quiet, after_checkpoint };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;

@@ -184,3 +184,43 @@ fn sigkill_at_any_moment_loses_nothing() {
     checked(&mut train(&config, &run, &[]));
     assert_eq!(snapshot(&run.join("checkpoints")), before);
 }
+
+/// With gating on, every generation's games are played by the model the gate chose, and
+/// the `best` pointer names a complete checkpoint.
+#[test]
+fn gating_picks_the_self_play_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = tiny_config(dir.path(), 3);
+    let mut text = std::fs::read_to_string(&base).unwrap();
+    text.push_str("\n[eval.gate]\nenabled = true\ntest = \"fixed\"\ngames = 4\nthreshold = 0.6\nvisits = 16\n");
+    let config = dir.path().join("gated.toml");
+    std::fs::write(&config, text).unwrap();
+    let run = dir.path().join("run");
+    let out = train(&config, &run, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    // "gate: gen-0001 vs gen-0000: 50.0% over 4 games -> gen-0000 keeps playing"
+    let decisions: Vec<(String, String)> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("gate: "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let (cand, inc) = (words[0].to_string(), words[2].trim_end_matches(':').to_string());
+            let winner = words[words.iter().position(|w| *w == "->").unwrap() + 1].to_string();
+            assert!(winner == cand || winner == inc, "{l}");
+            (cand, winner)
+        })
+        .collect();
+    assert_eq!(decisions.len(), 3, "{stderr}");
+    let best = std::fs::read_to_string(run.join("best")).unwrap().trim().to_string();
+    assert_eq!(best, decisions[2].1);
+    // Generation g (1, 2) was played by the model chosen at the gate of gen-g.
+    for (g, (cand, winner)) in decisions.iter().enumerate().take(2) {
+        assert_eq!(cand, &format!("gen-{:04}", g + 1));
+        let games = run.join("games").join(cand);
+        let ptn = std::fs::read_dir(&games).unwrap().flatten().find(|e| e.path().extension().is_some_and(|x| x == "ptn"));
+        let text = std::fs::read_to_string(ptn.unwrap().path()).unwrap();
+        assert!(text.contains(&format!("[Player1 \"{winner}\"]")), "{}: {text}", games.display());
+    }
+    assert!(run.join("arena").join("gating").join("results.jsonl").is_file());
+}

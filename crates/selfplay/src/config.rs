@@ -191,11 +191,64 @@ pub struct EvalConfig {
     pub arena_every: u32,
     /// Games per pairing in those ladder matches.
     pub arena_games: usize,
+    /// Gating: each new checkpoint plays the current self-play model and replaces it only
+    /// if it wins the test. Off by default (the newest checkpoint always plays).
+    pub gate: GateSettings,
 }
 
 impl Default for EvalConfig {
     fn default() -> Self {
-        EvalConfig { every: 1, games: 20, visits: 64, arena_every: 0, arena_games: 10 }
+        EvalConfig { every: 1, games: 20, visits: 64, arena_every: 0, arena_games: 10, gate: GateSettings::default() }
+    }
+}
+
+/// Which statistical test a gate uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateTest {
+    /// A sequential probability ratio test (stops as soon as it decides).
+    Sprt,
+    /// A fixed number of games and a score threshold.
+    Fixed,
+}
+
+/// Settings of the gate (`[eval.gate]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateSettings {
+    /// Turn gating on.
+    pub enabled: bool,
+    /// `sprt` or `fixed`.
+    pub test: GateTest,
+    /// Games at most (SPRT: a candidate still undecided then is rejected; fixed: the games).
+    pub games: usize,
+    /// Fixed test: the score the candidate needs (e.g. 0.55).
+    pub threshold: f64,
+    /// SPRT: Elo under H0 (candidate not stronger).
+    pub elo0: f64,
+    /// SPRT: Elo under H1 (candidate stronger).
+    pub elo1: f64,
+    /// SPRT: false acceptance rate.
+    pub alpha: f64,
+    /// SPRT: false rejection rate.
+    pub beta: f64,
+    /// Visits per move in gate games (0 = `[eval] visits`).
+    pub visits: u32,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        GateSettings {
+            enabled: false,
+            test: GateTest::Sprt,
+            games: 100,
+            threshold: 0.55,
+            elo0: 0.0,
+            elo1: 50.0,
+            alpha: 0.05,
+            beta: 0.1,
+            visits: 0,
+        }
     }
 }
 
@@ -241,6 +294,18 @@ impl RunConfig {
         }
         if t.window_min == 0 || t.window_max < t.window_min {
             bail!("train.window_min must be positive and at most train.window_max");
+        }
+        let gate = &self.eval.gate;
+        if gate.enabled {
+            if gate.games < 2 {
+                bail!("eval.gate.games = {} must be at least 2 (games are played in colour-swapped pairs)", gate.games);
+            }
+            if !(0.0..=1.0).contains(&gate.threshold) {
+                bail!("eval.gate.threshold = {} must be a score from 0 to 1", gate.threshold);
+            }
+            if gate.elo1 <= gate.elo0 || !(0.0..0.5).contains(&gate.alpha) || !(0.0..0.5).contains(&gate.beta) {
+                bail!("eval.gate needs elo1 > elo0 and alpha, beta in (0, 0.5)");
+            }
         }
         Ok(())
     }

@@ -213,10 +213,12 @@ impl GameRecord {
     }
 }
 
-/// Writes a record (`.game` then `.ptn`) under `games_dir/<model>/<id>`. The `.game` file
-/// is the one that counts; it is written last so a record is never seen half-done.
-pub fn store_game(games_dir: &Path, record: &GameRecord, id: &str) -> Result<PathBuf> {
-    let dir = games_dir.join(&record.model);
+/// Writes a record (`.ptn` then `.game`) under `games_dir/<generation>/<id>`. The `.game`
+/// file is the one that counts; it is written last so a record is never seen half-done.
+/// `generation` names the generation the game belongs to (`gen-0007`); the record's
+/// `model` is the network that played it, the same unless gating kept an older one.
+pub fn store_game(games_dir: &Path, generation: &str, record: &GameRecord, id: &str) -> Result<PathBuf> {
+    let dir = games_dir.join(generation);
     atomic_write(&dir.join(format!("{id}.ptn")), record.to_ptn().as_bytes())?;
     let path = dir.join(format!("{id}.game"));
     atomic_write(&path, &record.to_bytes()?)?;
@@ -296,8 +298,8 @@ mod tests {
     fn stored_games_are_listed_and_counted() {
         let dir = tempfile::tempdir().unwrap();
         let r = sample_record();
-        store_game(dir.path(), &r, "a").unwrap();
-        store_game(dir.path(), &r, "b").unwrap();
+        store_game(dir.path(), "gen-0000", &r, "a").unwrap();
+        store_game(dir.path(), "gen-0000", &r, "b").unwrap();
         assert_eq!(count_games(dir.path(), "gen-0000"), 2);
         assert_eq!(list_game_files(dir.path()).unwrap().len(), 2);
         let ptn = std::fs::read_to_string(dir.path().join("gen-0000/a.ptn")).unwrap();

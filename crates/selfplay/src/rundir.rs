@@ -130,6 +130,37 @@ impl RunDir {
         atomic_write(&self.root.join("latest"), format!("{name}\n").as_bytes())
     }
 
+    /// The self-play model chosen by gating (`best` pointer), if gating has run.
+    pub fn best(&self) -> Result<Option<String>> {
+        let p = self.root.join("best");
+        match std::fs::read_to_string(&p) {
+            Ok(s) => {
+                let name = s.trim().to_string();
+                if name.is_empty() || !self.checkpoint_dir(&name).join("state.json").is_file() {
+                    bail!("{} points to {name:?}, which is not a complete checkpoint", p.display());
+                }
+                Ok(Some(name))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+        }
+    }
+
+    /// Points `best` at a checkpoint (atomically).
+    pub fn set_best(&self, name: &str) -> Result<()> {
+        atomic_write(&self.root.join("best"), format!("{name}\n").as_bytes())
+    }
+
+    /// The model that plays the self-play games of checkpoint `generation_model`'s
+    /// generation: the gated `best` model when gating is on and has chosen one, else that
+    /// checkpoint itself.
+    pub fn self_play_model(&self, generation_model: &str, gating: bool) -> Result<String> {
+        if gating && let Some(best) = self.best()? {
+            return Ok(best);
+        }
+        Ok(generation_model.to_string())
+    }
+
     /// Writes the training state of a checkpoint.
     pub fn write_state(&self, name: &str, state: &TrainState) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(state)?;
@@ -181,6 +212,11 @@ mod tests {
         assert_eq!(run.latest().unwrap().as_deref(), Some("gen-0002"));
         assert_eq!(run.read_state("gen-0002").unwrap(), st);
         assert_eq!(run.checkpoints(), vec!["gen-0002".to_string()]);
+        // Gating's `best` pointer: absent means the generation's own checkpoint plays.
+        assert_eq!(run.self_play_model("gen-0002", true).unwrap(), "gen-0002");
+        run.set_best("gen-0002").unwrap();
+        assert_eq!(run.self_play_model("gen-0005", true).unwrap(), "gen-0002");
+        assert_eq!(run.self_play_model("gen-0005", false).unwrap(), "gen-0005");
         // A pointer to an incomplete checkpoint is an error, not a silent restart.
         run.set_latest("gen-0003").unwrap();
         assert!(run.latest().is_err());

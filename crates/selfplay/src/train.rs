@@ -5,8 +5,9 @@
 //! `games/gen-g/` holds `games_per_generation` games — games already there (from before a
 //! kill, or from separate `bredon selfplay` processes) count; (2) training from the
 //! `gen-g` weights and optimiser state; (3) writing checkpoint `gen-(g+1)` (model,
-//! optimiser, `state.json` last), the evaluation hook and the generation's log line, and
-//! only then the `latest` pointer. A kill during (1)
+//! optimiser, `state.json` last), the evaluation hook, the generation's log line and the
+//! checkpoint hook (gating, Elo ladder), and only then the `latest` pointer. With gating
+//! on, generation `g`'s games are played by the `best` model rather than `gen-g`. A kill during (1)
 //! loses only unfinished games; during (2) or (3) the training of that generation is
 //! redone from the same checkpoint with the same RNG state.
 
@@ -28,8 +29,9 @@ use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
 
-/// Called with the generation number after each checkpoint is complete (the `latest`
-/// pointer has moved). The CLI uses it to update the arena's Elo ladder.
+/// Called with the generation number once each checkpoint's files are complete, before
+/// the `latest` pointer moves to it (a kill during the hook redoes the generation, hook
+/// included). The CLI uses it for gating and for the arena's Elo ladder.
 pub type CheckpointHook = Arc<dyn Fn(u32) -> Result<()> + Send + Sync>;
 
 /// How `train` runs, beyond the config.
@@ -189,12 +191,21 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
                 }
                 pb.finish_and_clear();
             } else {
-                let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
+                // With gating, the games may be played by an older, better model.
+                let player = run.self_play_model(&model, cfg.eval.gate.enabled)?;
+                let (evaluator, service) = if player == model {
+                    learner.start_inference(cfg.selfplay.max_inference_batch)?
+                } else {
+                    Learner::load(cfg, &run.checkpoint_dir(&player))
+                        .with_context(|| format!("loading self-play model {player}"))?
+                        .start_inference(cfg.selfplay.max_inference_batch)?
+                };
                 let job = SelfPlayJob {
                     options: game_opts,
                     search: cfg.search.clone(),
                     selfplay: cfg.selfplay.clone(),
-                    model: model.clone(),
+                    model: player.clone(),
+                    generation: model.clone(),
                     seed: cfg.schedule.seed ^ ((gen_no as u64) << 32),
                 };
                 let pb = bar((target - have) as u64, "self-play games", opts.quiet);
@@ -281,13 +292,13 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
             summary.eval = crate::evaluate::evaluate_generation(cfg, run, &learner, state.generation, &stop)?;
         }
         log_generation(run, &mut tb, &summary, cfg.train.lr_at(state.step), total)?;
-        run.set_latest(&next)?;
-        summaries.push(summary);
         if let Some(hook) = &opts.after_checkpoint
             && let Err(e) = hook(state.generation)
         {
-            eprintln!("warning: after-checkpoint hook for {next} failed: {e:#}");
+            eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
         }
+        run.set_latest(&next)?;
+        summaries.push(summary);
     }
     tb.close();
     Ok(summaries)
@@ -369,13 +380,15 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
             std::thread::sleep(Duration::from_secs(2));
             continue;
         };
-        let learner = Learner::load(cfg, &run.checkpoint_dir(&model))?;
+        let player = run.self_play_model(&model, cfg.eval.gate.enabled)?;
+        let learner = Learner::load(cfg, &run.checkpoint_dir(&player))?;
         let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
         let job = SelfPlayJob {
             options: cfg.game.options(),
             search: cfg.search.clone(),
             selfplay: cfg.selfplay.clone(),
-            model: model.clone(),
+            model: player.clone(),
+            generation: model.clone(),
             seed: cfg.schedule.seed ^ index,
         };
         // Play one chunk with this model, then look for a newer one.

@@ -23,8 +23,10 @@ pub struct SelfPlayJob {
     pub search: SearchConfig,
     /// Self-play settings.
     pub selfplay: SelfPlayConfig,
-    /// Name of the model playing (directory the games go to).
+    /// Name of the model playing (recorded in each game).
     pub model: String,
+    /// The generation the games belong to: the directory under `games/` they go to.
+    pub generation: String,
     /// Seed; each game derives its own RNG from it and the game's index.
     pub seed: u64,
 }
@@ -143,7 +145,7 @@ pub fn run_pool(
                     match play_game(job, evaluator.as_ref(), index, stop) {
                         Ok(Some((record, summary))) => {
                             let id = format!("{index:08}-{}", std::process::id());
-                            let stored = store_game(games_dir, &record, &id).map(|_| summary);
+                            let stored = store_game(games_dir, &job.generation, &record, &id).map(|_| summary);
                             if tx.send(stored).is_err() {
                                 break;
                             }
