@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
 //! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` |
+//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
 //! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` |
 //!
@@ -47,6 +48,21 @@ pub enum PlayerSpec {
         #[serde(default)]
         seed: Option<u64>,
         /// Display name (default `uniform-VISITS`).
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
+    /// `Uniform` (value 0 everywhere), gets stronger with more visits.
+    Rollout {
+        /// Visits per move.
+        visits: u32,
+        /// Random playouts averaged per evaluated position (default 1).
+        #[serde(default)]
+        rollouts: Option<u32>,
+        /// Seed of the playouts (default: derived from the match seed).
+        #[serde(default)]
+        seed: Option<u64>,
+        /// Display name (default `rollout-VISITS`).
         #[serde(default)]
         name: Option<String>,
     },
@@ -115,6 +131,7 @@ impl PlayerSpec {
         match self {
             PlayerSpec::Random { name, .. } => name.clone().unwrap_or_else(|| "random".into()),
             PlayerSpec::Uniform { visits, name, .. } => name.clone().unwrap_or_else(|| format!("uniform-{visits}")),
+            PlayerSpec::Rollout { visits, name, .. } => name.clone().unwrap_or_else(|| format!("rollout-{visits}")),
             PlayerSpec::Tei { config, .. } => config.display_name(),
             PlayerSpec::Checkpoint { path, name, .. } => name.clone().unwrap_or_else(|| {
                 path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
@@ -142,6 +159,19 @@ impl PlayerSpec {
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
                     Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone())) as Box<dyn Player>)
+                }))
+            }
+            PlayerSpec::Rollout { visits, rollouts, seed: s, .. } => {
+                if visits == 0 || rollouts == Some(0) {
+                    bail!("rollout player needs at least 1 visit and 1 rollout");
+                }
+                let s = s.unwrap_or(seed);
+                let n = name.clone();
+                let limits = MoveLimits::nodes(visits as u64);
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> =
+                    Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
+                Ok(Entrant::new(name, limits, move || {
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone())) as Box<dyn Player>)
                 }))
             }
             PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
@@ -228,6 +258,23 @@ impl FromStr for PlayerSpec {
                 }
                 PlayerSpec::Uniform { visits, seed, name }
             }
+            "rollout" => {
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
+                let visits: u32 = a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                if visits == 0 {
+                    bail!("player {s:?}: visits must be at least 1");
+                }
+                let (mut seed, mut name, mut rollouts) = (None, None, None);
+                for (k, v) in &settings {
+                    match k.as_str() {
+                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "name" => name = Some(v.clone()),
+                        "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
+                        _ => return Err(unknown(k)),
+                    }
+                }
+                PlayerSpec::Rollout { visits, rollouts, seed, name }
+            }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
                 let words = split_command_line(a).with_context(|| format!("player {s:?}"))?;
@@ -294,6 +341,11 @@ mod tests {
             PlayerSpec::Random { seed: Some(7), name: Some("r7".into()) }
         );
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
+        assert_eq!(
+            "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None }
+        );
+        assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
         let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
         match &t {
             PlayerSpec::Tei { config, nodes, movetime_ms } => {
@@ -319,6 +371,8 @@ mod tests {
             "uniform:",
             "uniform:abc",
             "uniform:0",
+            "rollout:0",
+            "rollout:5;depth=3",
             "uniform:-3",
             "random:5",
             "random;seed",

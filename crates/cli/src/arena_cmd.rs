@@ -30,8 +30,8 @@ pub struct ArenaArgs {
     pub run: Option<PathBuf>,
     /// A player, as `random`, `uniform:VISITS`, `checkpoint:PATH`, or
     /// `tei:PROGRAM ARGS;name=NAME;option.HalfKomi=4` (repeat the flag). With `--run` these
-    /// are the baselines (default `uniform:VISITS`); the first anchors the ladder and the
-    /// others play the newest checkpoint.
+    /// are the baselines (default `uniform:VISITS` and `rollout:VISITS`); the first is in
+    /// the ladder and the others play the newest checkpoint.
     #[arg(long = "player")]
     pub players: Vec<String>,
     /// Match settings (TOML, the fields of `MatchConfig`); flags override them.
@@ -242,7 +242,7 @@ pub fn rate_run(run_path: &Path, args: &ArenaArgs, mut config: MatchConfig) -> R
         bail!("{} has no checkpoints yet", run_path.display());
     }
     let baselines = if args.players.is_empty() {
-        vec![format!("uniform:{}", config.visits)]
+        vec![format!("uniform:{}", config.visits), format!("rollout:{}", config.visits)]
     } else {
         args.players.clone()
     };

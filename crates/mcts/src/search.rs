@@ -501,11 +501,15 @@ impl Search {
         if let Some(w) = kids.iter().find(|c| c.proof == Proof::Win) {
             return Some(w);
         }
-        let key = |c: &&Node| {
-            let lost = c.proof == Proof::Loss;
-            (!lost, c.visits, (c.prior * 1e6) as u64)
-        };
-        kids.iter().max_by_key(key)
+        // Most visits among moves not proven lost; equal visits (common with a flat policy
+        // and few visits) are split by the mean value, then the prior.
+        let q = |c: &Node| if c.visits > 0 { c.value_sum / c.visits as f32 } else { f32::NEG_INFINITY };
+        kids.iter().max_by(|a, b| {
+            ((a.proof != Proof::Loss), a.visits)
+                .cmp(&((b.proof != Proof::Loss), b.visits))
+                .then(q(a).total_cmp(&q(b)))
+                .then(a.prior.total_cmp(&b.prior))
+        })
     }
 
     /// The current result without searching more.
