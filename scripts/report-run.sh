@@ -11,11 +11,12 @@ games=${2:-20}
 bredon=${BREDON:-target/release/bredon}
 [ -x "$bredon" ] || cargo build --release --bin bredon
 size=$(sed -n 's/^size *= *\([0-9]\).*/\1/p' "$run/config.toml" | head -1)
+half_komi=$(awk -F'[=#]' '/^komi *=/ {printf "%d", $2 * 2; exit}' "$run/config.toml")
 latest=$(cat "$run/latest")
 
 "$bredon" arena --run "$run" --games "$games"
 
-"$bredon" arena --out "$run/arena/baselines" --size "$size" --schedule gauntlet --games "$games" \
+"$bredon" arena --out "$run/arena/baselines" --size "$size" --half-komi "${half_komi:-0}" --schedule gauntlet --games "$games" \
   --player "checkpoint:$run/checkpoints/$latest;name=$latest;visits=96" \
   --player uniform:50 --player uniform:200 --player uniform:800 \
   --player rollout:100 --player rollout:400 --player rollout:1600
