@@ -130,7 +130,7 @@ impl<W: Write + Send + 'static> Engine<W> {
             TeiCommand::IsReady => self.say("readyok"),
             TeiCommand::SetOption { name, value } => self.set_option(&name, value.as_deref()),
             TeiCommand::NewGame(size) => {
-                self.finish();
+                self.interrupt();
                 if let Some(s) = size {
                     self.size = s;
                 }
@@ -146,7 +146,7 @@ impl<W: Write + Send + 'static> Engine<W> {
                 }
             }
             TeiCommand::Position { start, moves } => {
-                self.finish();
+                self.interrupt();
                 match self.build_position(&start, &moves) {
                     Ok(p) => self.position = Some(p),
                     Err(e) => {
@@ -156,24 +156,26 @@ impl<W: Write + Send + 'static> Engine<W> {
                 }
             }
             TeiCommand::Go(params) => {
-                self.finish();
+                self.interrupt();
                 self.go(&params);
             }
-            TeiCommand::Stop => {
-                if let Some(r) = &self.running {
-                    r.stop.store(true, Ordering::Relaxed);
-                }
-                self.finish();
-            }
+            TeiCommand::Stop => self.interrupt(),
             TeiCommand::Quit => {
-                if let Some(r) = &self.running {
-                    r.stop.store(true, Ordering::Relaxed);
-                }
-                self.finish();
+                self.interrupt();
                 return false;
             }
         }
         true
+    }
+
+    /// Stops a running search now and waits for its `bestmove`. A command that changes the
+    /// game while a search runs (`position`, `go`, `teinewgame`) does this too, so a runner
+    /// that forgets `stop` after `go infinite` gets a best move instead of a hang.
+    pub fn interrupt(&mut self) {
+        if let Some(r) = &self.running {
+            r.stop.store(true, Ordering::Relaxed);
+        }
+        self.finish();
     }
 
     /// Waits for a running search to end (it prints its own `bestmove`).
@@ -307,9 +309,14 @@ impl<W: Write + Send + 'static> Engine<W> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ self.searches);
         let thread_stop = stop.clone();
         let handle = std::thread::spawn(move || {
-            let result = tree.search.run_with(&*evaluator, &limits, &mut rng, |r| {
+            let mut result = tree.search.run_with(&*evaluator, &limits, &mut rng, |r| {
                 say(&out, &info_line(r, size, began));
             });
+            if result.best_move.is_none() {
+                // Stopped before the root was expanded: a couple of visits give a move.
+                let visits = tree.search.root_visits() as u64 + 2;
+                result = tree.search.run(&*evaluator, visits, &mut rng);
+            }
             say(&out, &info_line(&result, size, began));
             if infinite {
                 // TEI, like UCI: after `go infinite` the best move waits for `stop`.
@@ -456,6 +463,17 @@ mod tests {
         let mv = bestmove(&lines);
         assert!(parse_move(&mv, 5).is_ok());
         assert!(e.running.is_none());
+    }
+
+    #[test]
+    fn a_new_position_during_an_infinite_search_stops_it() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 5");
+        e.handle_line("position startpos");
+        e.handle_line("go infinite");
+        e.handle_line("position startpos moves a1");
+        assert!(e.running.is_none());
+        assert!(parse_move(&bestmove(&take(&out)), 5).is_ok());
     }
 
     #[test]
