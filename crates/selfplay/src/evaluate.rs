@@ -14,7 +14,7 @@ use crate::net::Learner;
 use crate::rundir::RunDir;
 
 /// Plays `games` games (colours alternating, A white in even games) and returns A's score
-/// (wins + draws / 2) / games. Both sides search `visits` per move without noise and pick
+/// (wins + draws / 2) / games, or `None` if `stop` cut the match short. Both sides search `visits` per move without noise and pick
 /// the best move; the first `random_plies` plies are chosen with temperature 1 from the
 /// search so that games differ. Games reaching `max_plies` are scored by the flat count.
 /// The games run on their own threads at once, so batching evaluators (the inference
@@ -30,7 +30,7 @@ pub fn play_match(
     max_plies: usize,
     seed: u64,
     stop: &AtomicBool,
-) -> Result<f64> {
+) -> Result<Option<f64>> {
     let mut cfg = search.clone();
     cfg.root_noise = false;
     let cfg = &cfg;
@@ -68,7 +68,11 @@ pub fn play_match(
             played += 1;
         }
     }
-    Ok(if played == 0 { 0.5 } else { score / played as f64 })
+    // An interrupted match (Ctrl-C) has no score rather than a made-up one.
+    if played < games {
+        return Ok(None);
+    }
+    Ok(Some(score / played.max(1) as f64))
 }
 
 /// Runs the hook for the checkpoint of `generation`: returns (opponent, score) pairs.
@@ -94,12 +98,17 @@ pub fn evaluate_generation(
             stop,
         )
     };
-    let mut out = vec![("uniform".to_string(), against(&UniformEvaluator)?)];
+    let mut out = Vec::new();
+    if let Some(score) = against(&UniformEvaluator)? {
+        out.push(("uniform".to_string(), score));
+    }
     if generation > 0 {
         let first = RunDir::model_name(0);
         let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
         let (first_eval, _svc0) = first_learner.start_inference(64)?;
-        out.push((first, against(first_eval.as_ref())?));
+        if let Some(score) = against(first_eval.as_ref())? {
+            out.push((first, score));
+        }
     }
     Ok(out)
 }
