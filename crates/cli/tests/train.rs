@@ -224,3 +224,37 @@ fn gating_picks_the_self_play_model() {
     }
     assert!(run.join("arena").join("gating").join("results.jsonl").is_file());
 }
+
+/// A trained checkpoint exports to one file that `analyse`, `play` and `tei` load; a
+/// model of the wrong size or a file that is not a model is a clear error.
+#[test]
+fn exported_model_plays_and_analyses() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path(), 1);
+    let run = dir.path().join("run");
+    checked(&mut train(&config, &run, &[]));
+    let file = dir.path().join("m.bredon");
+    let out = checked(bredon().args(["export", "--run"]).arg(&run).arg("-o").arg(&file));
+    assert!(out.contains("3x3 b1c16 model") && out.contains("generation 1"), "{out}");
+    let game = dir.path().join("g.ptn");
+    std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n").unwrap();
+    let out = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&file).args(["--visits", "50"]));
+    assert_eq!(out.lines().count(), 2 + 4 + 1, "{out}");
+    let out = checked(
+        bredon()
+            .arg("play")
+            .arg("--model")
+            .arg(&file)
+            .args(["--visits", "20", "--color", "black", "--save"])
+            .arg(dir.path().join("p.ptn"))
+            .stdin(Stdio::null()),
+    );
+    assert!(out.contains("bredon plays"), "{out}");
+    // Wrong size and wrong file.
+    let bad = bredon().arg("play").arg("--model").arg(&file).args(["--size", "5"]).stdin(Stdio::null()).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is a 3x3 model"), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bad = bredon().arg("tei").arg("--model").arg(&game).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a Bredon model file"));
+}
