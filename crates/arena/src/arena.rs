@@ -447,6 +447,15 @@ impl ArenaPaths {
     }
 }
 
+/// Instantiates every entrant once and drops it, so a bad engine path or a program that
+/// does not speak TEI is a clear error before a match starts, not a forfeit of every game.
+pub fn check_players(entrants: &[Entrant]) -> anyhow::Result<()> {
+    for e in entrants {
+        drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
+    }
+    Ok(())
+}
+
 /// Runs a match between `players` and rates everyone from **all** games in the results
 /// file (earlier runs included): plays the schedule of `config` (skipping games already
 /// played), then fits Elo, writes `ratings.csv` and `ratings.json` in `out_dir`, and
@@ -463,10 +472,7 @@ pub fn run_arena(
 ) -> anyhow::Result<RatingsTable> {
     config.validate()?;
     let entrants = entrants_from_specs(config, players)?;
-    for e in &entrants {
-        let probe = (e.factory)().with_context(|| format!("starting player {}", e.name))?;
-        drop(probe);
-    }
+    check_players(&entrants)?;
     run_match(config, &entrants, out_dir, &mut |r| {
         on_game(r);
         ControlFlow::Continue(())

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use bredon_arena::{
     EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
-    entrants_from_specs, plot_elo, rate_results, run_gate, run_match,
+    check_players, entrants_from_specs, plot_elo, rate_results, run_arena, run_gate, run_match,
 };
 use bredon_selfplay::config::{GateTest, RunConfig};
 use bredon_selfplay::rundir::RunDir;
@@ -82,12 +82,17 @@ pub fn run(args: ArenaArgs) -> Result<()> {
     if let Some(v) = args.visits {
         config.visits = v;
     }
-    config.threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    config.threads = args.threads.unwrap_or_else(cores).max(1);
     let table = match &args.run {
-        Some(run) => rate_run(run, &args, config)?,
+        Some(run) => {
+            let ladder = LadderOptions {
+                baselines: args.players.clone(),
+                every: args.every,
+                max_checkpoints: args.max_checkpoints,
+                visits_from_run: args.visits.is_none() && args.config.is_none(),
+            };
+            rate_run(run, &ladder, config)?
+        }
         None => free_match(&args, config)?,
     };
     println!("{table}");
@@ -98,13 +103,37 @@ fn parse_specs(texts: &[String]) -> Result<Vec<PlayerSpec>> {
     texts.iter().map(|t| t.parse::<PlayerSpec>().with_context(|| format!("player {t:?}"))).collect()
 }
 
-fn progress(total: usize) -> impl FnMut(&GameRecord) -> ControlFlow<()> {
+/// Games played in parallel by default: the number of cores.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A checkpoint of `run` as a player named after it.
+fn checkpoint_spec(run: &RunDir, name: &str) -> PlayerSpec {
+    PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.to_string()) }
+}
+
+/// Match settings for games on a run's board (size, komi) with all cores.
+fn run_match_config(cfg: &RunConfig, base: MatchConfig) -> MatchConfig {
+    MatchConfig { size: cfg.game.size, half_komi: cfg.game.half_komi(), threads: cores(), ..base }
+}
+
+/// A progress line per game, counting towards `total`.
+fn progress(total: usize) -> impl FnMut(&GameRecord) {
     let mut n = 0usize;
     move |r: &GameRecord| {
         n += 1;
         eprintln!("[{n}/{total}] {} vs {}: {} in {} plies ({})", r.white, r.black, r.result, r.plies, r.opening);
-        ControlFlow::Continue(())
     }
+}
+
+/// Plays `entrants` under `config` into `out`, calling `on_game` after each game.
+fn play_games(config: &MatchConfig, entrants: &[bredon_arena::Entrant], out: &Path, on_game: &mut dyn FnMut(&GameRecord)) -> Result<()> {
+    run_match(config, entrants, out, &mut |r| {
+        on_game(r);
+        ControlFlow::Continue(())
+    })?;
+    Ok(())
 }
 
 fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable> {
@@ -122,17 +151,9 @@ fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable>
         ScheduleArg::RoundRobin => Schedule::RoundRobin,
         ScheduleArg::Gauntlet => Schedule::Gauntlet,
     };
-    config.validate()?;
     let specs = parse_specs(&args.players)?;
-    let entrants = entrants_from_specs(&config, &specs)?;
-    for e in &entrants {
-        drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
-    }
-    let pairings = bredon_arena::pairings(config.schedule, entrants.len()).len();
-    let total = pairings * config.pairs_per_pairing() * 2;
-    run_match(&config, &entrants, out, &mut progress(total))?;
-    let names: Vec<String> = entrants.iter().map(|e| e.name.clone()).collect();
-    rate_results(&out.join(&config.results_file), &names, &config.elo, out)
+    let total = bredon_arena::pairings(config.schedule, specs.len()).len() * config.pairs_per_pairing() * 2;
+    run_arena(&config, &specs, out, &mut progress(total))
 }
 
 /// The training loop's gate: checkpoint `generation` plays the current self-play model
@@ -150,28 +171,21 @@ pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<
         return Ok(());
     }
     let visits = if g.visits > 0 { g.visits } else { cfg.eval.visits };
-    let config = MatchConfig {
-        size: cfg.game.size,
-        half_komi: cfg.game.half_komi(),
+    let base = MatchConfig {
         games_per_pairing: g.games.max(2),
         visits: visits as u64,
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         max_plies: cfg.selfplay.max_plies,
         seed: generation as u64,
         ..MatchConfig::default()
     };
+    let config = run_match_config(cfg, base);
     let gate = match g.test {
         GateTest::Sprt => {
             GateConfig::Sprt { elo0: g.elo0, elo1: g.elo1, alpha: g.alpha, beta: g.beta, model: Default::default() }
         }
         GateTest::Fixed => GateConfig::Fixed { games: g.games as u64, threshold: g.threshold },
     };
-    let spec = |name: &str| PlayerSpec::Checkpoint {
-        path: run.checkpoint_dir(name),
-        visits: None,
-        name: Some(name.to_string()),
-    };
-    let entrants = entrants_from_specs(&config, &[spec(&candidate), spec(&incumbent)])?;
+    let entrants = entrants_from_specs(&config, &[checkpoint_spec(&run, &candidate), checkpoint_spec(&run, &incumbent)])?;
     let report = run_gate(&config, &entrants[0], &entrants[1], &gate, &run.arena_dir().join("gating"))?;
     let accepted = report.state == GateState::AcceptH1;
     run.set_best(if accepted { &candidate } else { &incumbent })?;
@@ -185,30 +199,25 @@ pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<
 }
 
 /// The training loop's hook: rates every `every`-th checkpoint of the run at `root`
-/// against the uniform search (`games` per pairing, `visits` per move), like
+/// against the baselines (`games` per pairing, `visits` per move), like
 /// `bredon arena --run ROOT --every EVERY`.
 pub fn update_ladder(root: &Path, every: u32, games: usize, visits: u64) -> Result<RatingsTable> {
-    let args = ArenaArgs {
-        run: Some(root.to_path_buf()),
-        players: Vec::new(),
-        config: None,
-        out: None,
-        size: None,
-        half_komi: None,
-        games: Some(games),
-        visits: Some(visits),
-        threads: None,
-        schedule: ScheduleArg::RoundRobin,
-        every: Some(every),
-        max_checkpoints: usize::MAX,
-    };
-    let config = MatchConfig {
-        games_per_pairing: games,
-        visits,
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        ..MatchConfig::default()
-    };
-    rate_run(root, &args, config)
+    let ladder = LadderOptions { baselines: Vec::new(), every: Some(every), max_checkpoints: usize::MAX, visits_from_run: false };
+    let config = MatchConfig { games_per_pairing: games, visits, threads: cores(), ..MatchConfig::default() };
+    rate_run(root, &ladder, config)
+}
+
+/// Which checkpoints of a run to rate, and against what.
+pub struct LadderOptions {
+    /// Baseline player specs (empty: `uniform:VISITS` and `rollout:VISITS`); the first is
+    /// in the ladder, the others play the newest checkpoint.
+    pub baselines: Vec<String>,
+    /// Every K-th checkpoint (default: spaced to at most `max_checkpoints`).
+    pub every: Option<u32>,
+    /// The most checkpoints to rate when `every` is not given.
+    pub max_checkpoints: usize,
+    /// Take the visits per move from the run's `[eval] visits`.
+    pub visits_from_run: bool,
 }
 
 /// The checkpoints to rate: every `every`-th, plus the first and the newest.
@@ -227,30 +236,27 @@ pub fn pick_checkpoints(all: &[String], every: Option<u32>, max: usize) -> Vec<S
 
 /// Rates the checkpoints of a run (ladder schedule, anchored at the first checkpoint),
 /// then writes the plot and the TensorBoard curve.
-pub fn rate_run(run_path: &Path, args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable> {
+pub fn rate_run(run_path: &Path, ladder: &LadderOptions, config: MatchConfig) -> Result<RatingsTable> {
     let run = RunDir::new(run_path);
     let run_cfg = RunConfig::load(&run.config_path())
         .with_context(|| format!("{} is not a run directory", run_path.display()))?;
-    config.size = run_cfg.game.size;
-    config.half_komi = run_cfg.game.half_komi();
-    if args.visits.is_none() && args.config.is_none() {
+    let threads = config.threads;
+    let mut config = MatchConfig { threads, ..run_match_config(&run_cfg, config) };
+    if ladder.visits_from_run {
         config.visits = run_cfg.eval.visits as u64;
     }
     config.validate()?;
-    let checkpoints = pick_checkpoints(&run.checkpoints(), args.every, args.max_checkpoints);
+    let checkpoints = pick_checkpoints(&run.checkpoints(), ladder.every, ladder.max_checkpoints);
     if checkpoints.is_empty() {
         bail!("{} has no checkpoints yet", run_path.display());
     }
-    let baselines = if args.players.is_empty() {
+    let baselines = if ladder.baselines.is_empty() {
         vec![format!("uniform:{}", config.visits), format!("rollout:{}", config.visits)]
     } else {
-        args.players.clone()
+        ladder.baselines.clone()
     };
     let baselines = parse_specs(&baselines)?;
-    let ckpt_specs: Vec<PlayerSpec> = checkpoints
-        .iter()
-        .map(|name| PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.clone()) })
-        .collect();
+    let ckpt_specs: Vec<PlayerSpec> = checkpoints.iter().map(|name| checkpoint_spec(&run, name)).collect();
     let out = run.arena_dir();
     config.elo = EloOptions { anchor: Some(checkpoints[0].clone()), ..config.elo.clone() };
 
@@ -258,19 +264,17 @@ pub fn rate_run(run_path: &Path, args: &ArenaArgs, mut config: MatchConfig) -> R
     let mut ladder_specs = vec![baselines[0].clone()];
     ladder_specs.extend(ckpt_specs.iter().cloned());
     let ladder_cfg = MatchConfig { schedule: Schedule::Ladder, ..config.clone() };
-    let ladder = entrants_from_specs(&ladder_cfg, &ladder_specs)?;
-    drop((ladder[0].factory)().with_context(|| format!("starting player {}", ladder[0].name))?);
-    let mut total = bredon_arena::pairings(Schedule::Ladder, ladder.len()).len() * config.pairs_per_pairing() * 2;
+    let ladder_players = entrants_from_specs(&ladder_cfg, &ladder_specs)?;
+    check_players(&ladder_players[..1])?;
+    let mut total = bredon_arena::pairings(Schedule::Ladder, ladder_players.len()).len() * config.pairs_per_pairing() * 2;
     // Further baselines play the newest checkpoint.
+    let gauntlet_cfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
     let mut gauntlet = Vec::new();
     if baselines.len() > 1 {
         let mut specs = vec![ckpt_specs.last().expect("non-empty").clone()];
         specs.extend(baselines[1..].iter().cloned());
-        let gcfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
-        gauntlet = entrants_from_specs(&gcfg, &specs)?;
-        for e in &gauntlet[1..] {
-            drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
-        }
+        gauntlet = entrants_from_specs(&gauntlet_cfg, &specs)?;
+        check_players(&gauntlet[1..])?;
         total += (gauntlet.len() - 1) * config.pairs_per_pairing() * 2;
     }
     eprintln!(
@@ -284,10 +288,9 @@ pub fn rate_run(run_path: &Path, args: &ArenaArgs, mut config: MatchConfig) -> R
         config.threads
     );
     let mut on_game = progress(total);
-    run_match(&ladder_cfg, &ladder, &out, &mut on_game)?;
+    play_games(&ladder_cfg, &ladder_players, &out, &mut on_game)?;
     if !gauntlet.is_empty() {
-        let gcfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
-        run_match(&gcfg, &gauntlet, &out, &mut on_game)?;
+        play_games(&gauntlet_cfg, &gauntlet, &out, &mut on_game)?;
     }
     let mut names: Vec<String> = checkpoints.clone();
     names.extend(baselines.iter().map(|b| b.name()));

@@ -72,16 +72,22 @@ impl Engine {
 
     fn quit(mut self) {
         self.send("quit");
-        for _ in 0..600 {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "{status}");
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        panic!("the engine did not exit after quit");
+        assert_exits_cleanly(&mut self.child, 600, "after quit");
     }
+}
+
+/// Waits up to `tenths` tenths of a second for the engine to exit with success (kills it
+/// and fails otherwise).
+fn assert_exits_cleanly(child: &mut Child, tenths: u32, when: &str) {
+    for _ in 0..tenths {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit {when}: {status}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("the engine did not exit {when}");
 }
 
 #[test]
@@ -168,15 +174,7 @@ fn end_of_input_ends_the_engine() {
     let mut e = Engine::start(&[]);
     e.handshake();
     drop(e.stdin);
-    for _ in 0..300 {
-        if let Some(status) = e.child.try_wait().unwrap() {
-            assert!(status.success());
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = e.child.kill();
-    panic!("the engine did not exit at end of input");
+    assert_exits_cleanly(&mut e.child, 300, "at end of input");
 }
 
 /// The arena drives `bredon tei` as an external engine, exactly as it would Tiltak.

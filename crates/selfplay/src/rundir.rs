@@ -109,9 +109,10 @@ impl RunDir {
         Ok(())
     }
 
-    /// The newest complete checkpoint's name, from the `latest` pointer.
-    pub fn latest(&self) -> Result<Option<String>> {
-        let p = self.root.join("latest");
+    /// Reads a pointer file (`latest`, `best`) naming a checkpoint: `None` if absent, an
+    /// error if it names an incomplete checkpoint (never a silent restart).
+    fn read_pointer(&self, file: &str) -> Result<Option<String>> {
+        let p = self.root.join(file);
         match std::fs::read_to_string(&p) {
             Ok(s) => {
                 let name = s.trim().to_string();
@@ -123,32 +124,31 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
         }
+    }
+
+    /// Points a pointer file at checkpoint `name` (atomically).
+    fn write_pointer(&self, file: &str, name: &str) -> Result<()> {
+        atomic_write(&self.root.join(file), format!("{name}\n").as_bytes())
+    }
+
+    /// The newest complete checkpoint's name, from the `latest` pointer.
+    pub fn latest(&self) -> Result<Option<String>> {
+        self.read_pointer("latest")
     }
 
     /// Points `latest` at `name` (atomically; call after the checkpoint is fully written).
     pub fn set_latest(&self, name: &str) -> Result<()> {
-        atomic_write(&self.root.join("latest"), format!("{name}\n").as_bytes())
+        self.write_pointer("latest", name)
     }
 
     /// The self-play model chosen by gating (`best` pointer), if gating has run.
     pub fn best(&self) -> Result<Option<String>> {
-        let p = self.root.join("best");
-        match std::fs::read_to_string(&p) {
-            Ok(s) => {
-                let name = s.trim().to_string();
-                if name.is_empty() || !self.checkpoint_dir(&name).join("state.json").is_file() {
-                    bail!("{} points to {name:?}, which is not a complete checkpoint", p.display());
-                }
-                Ok(Some(name))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-        }
+        self.read_pointer("best")
     }
 
     /// Points `best` at a checkpoint (atomically).
     pub fn set_best(&self, name: &str) -> Result<()> {
-        atomic_write(&self.root.join("best"), format!("{name}\n").as_bytes())
+        self.write_pointer("best", name)
     }
 
     /// The model that plays the self-play games of checkpoint `generation_model`'s

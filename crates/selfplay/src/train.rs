@@ -42,7 +42,8 @@ pub struct TrainOptions {
     pub external_selfplay: bool,
     /// Hide progress bars (logs and summaries still print).
     pub quiet: bool,
-    /// Runs after every checkpoint; an error is reported and training goes on.
+    /// Runs for every new checkpoint before `latest` moves to it (see [`CheckpointHook`]);
+    /// an error is reported and training goes on.
     pub after_checkpoint: Option<CheckpointHook>,
 }
 
