@@ -32,6 +32,12 @@ pub struct SearchConfig {
     pub virtual_loss: f32,
     /// Leaves gathered per evaluator call by one search.
     pub leaf_batch: usize,
+    /// Tactical checks from the rules (no network call needed): a node whose side to
+    /// move has an immediate win is a proven loss for the player who moved into it; when
+    /// the opponent threatens to win, moves that leave the win open are proven losses at
+    /// once; the root plays an immediate win or a forced win in three plies without
+    /// searching. Off only for A/B comparisons.
+    pub tactics: bool,
 }
 
 impl Default for SearchConfig {
@@ -48,6 +54,7 @@ impl Default for SearchConfig {
             final_temperature: 0.1,
             virtual_loss: 1.0,
             leaf_batch: 8,
+            tactics: true,
         }
     }
 }

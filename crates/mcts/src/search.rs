@@ -125,6 +125,38 @@ struct Leaf {
     path_len: usize,
     position: Position,
     moves: Vec<Move>,
+    /// Indices into `moves` of moves that lose at once (they leave the opponent's
+    /// threatened win open): marked proven losses when the leaf is expanded.
+    losing: Vec<u16>,
+}
+
+/// What the rules alone say about a leaf before the network is asked.
+enum LeafTactics {
+    /// Nothing decided; these moves (indices) lose at once.
+    Open(Vec<u16>),
+    /// The side to move wins at once.
+    MoverWins,
+    /// Every move of the side to move loses at once.
+    MoverLoses,
+}
+
+/// Checks `pos` (not over) with legal `moves` for immediate wins and threats.
+fn leaf_tactics(pos: &mut Position, moves: &[Move]) -> LeafTactics {
+    if pos.find_immediate_win().is_some() {
+        return LeafTactics::MoverWins;
+    }
+    let mut losing = Vec::new();
+    if pos.opponent_threatens() {
+        for (i, &mv) in moves.iter().enumerate() {
+            if pos.move_loses_at_once(mv) {
+                losing.push(i as u16);
+            }
+        }
+        if losing.len() == moves.len() {
+            return LeafTactics::MoverLoses;
+        }
+    }
+    LeafTactics::Open(losing)
 }
 
 /// The tree of one game. Reuse it from move to move with [`Search::advance`].
@@ -214,6 +246,11 @@ impl Search {
                 // Breadth-first copy of the subtree.
                 let mut top = self.nodes[c as usize].clone();
                 top.in_flight = 0;
+                if !top.expanded {
+                    // A leaf judged by tactics alone becomes a root that must be searched.
+                    top.terminal = false;
+                    top.proof = Proof::Unknown;
+                }
                 fresh.push(top);
                 let mut i = 0;
                 while i < fresh.len() {
@@ -254,6 +291,11 @@ impl Search {
         if self.root_pos.result().is_some() {
             return self.result(0);
         }
+        if self.config.tactics
+            && let Some(r) = self.root_tactics()
+        {
+            return r;
+        }
         loop {
             let root_visits = self.nodes[self.root as usize].visits as u64;
             if limits.visits.is_some_and(|v| root_visits >= v)
@@ -282,6 +324,27 @@ impl Search {
             }
         }
         self.result(playouts)
+    }
+
+    /// The result without searching when the root has an immediate win or a forced win
+    /// in three plies: those moves, one visit each, proven.
+    fn root_tactics(&self) -> Option<SearchResult> {
+        let mut wins = Vec::new();
+        self.root_pos.immediate_wins(&mut wins);
+        if wins.is_empty() {
+            wins = self.root_pos.forced_wins_in_three();
+        }
+        let best = *wins.first()?;
+        let root_visits = (self.nodes[self.root as usize].visits as u64).max(wins.len() as u64 + 1);
+        Some(SearchResult {
+            visits: wins.iter().map(|&m| (m, 1)).collect(),
+            value: 1.0,
+            best_move: Some(best),
+            pv: vec![best],
+            playouts: 0,
+            root_visits,
+            proven: true,
+        })
     }
 
     fn apply_noise(&mut self, rng: &mut impl Rng) {
@@ -351,6 +414,34 @@ impl Search {
                 break;
             }
             let leaf = node;
+            let mut losing = Vec::new();
+            if !self.nodes[leaf as usize].terminal {
+                self.move_buf.clear();
+                pos.generate_moves(&mut self.move_buf);
+                if self.config.tactics {
+                    // The root is always expanded, so that it has moves to choose from
+                    // (its immediate wins were handled before the search).
+                    let at_root = leaf == self.root;
+                    let proof = match leaf_tactics(&mut pos, &self.move_buf) {
+                        LeafTactics::Open(l) => {
+                            losing = l;
+                            Proof::Unknown
+                        }
+                        LeafTactics::MoverLoses if at_root => {
+                            losing = (0..self.move_buf.len() as u16).collect();
+                            Proof::Unknown
+                        }
+                        LeafTactics::MoverWins if at_root => Proof::Unknown,
+                        LeafTactics::MoverWins => Proof::Loss,
+                        LeafTactics::MoverLoses => Proof::Win,
+                    };
+                    if proof != Proof::Unknown {
+                        let n = &mut self.nodes[leaf as usize];
+                        n.terminal = true;
+                        n.proof = proof;
+                    }
+                }
+            }
             if self.nodes[leaf as usize].terminal {
                 let v = match self.nodes[leaf as usize].proof {
                     Proof::Win => 1.0,
@@ -367,8 +458,6 @@ impl Search {
             for &p in &self.path {
                 self.nodes[p as usize].in_flight += 1;
             }
-            self.move_buf.clear();
-            pos.generate_moves(&mut self.move_buf);
             let start = self.paths.len();
             self.paths.extend_from_slice(&self.path);
             leaves.push(Leaf {
@@ -377,6 +466,7 @@ impl Search {
                 path_len: self.path.len(),
                 position: pos,
                 moves: self.move_buf.clone(),
+                losing,
             });
         }
         if leaves.is_empty() {
@@ -392,6 +482,12 @@ impl Search {
                 self.nodes[p as usize].in_flight -= 1;
             }
             self.expand(leaf.node, &leaf.moves, &ev.policy);
+            let first = self.nodes[leaf.node as usize].first_child;
+            for &i in &leaf.losing {
+                let child = &mut self.nodes[(first + i as u32) as usize];
+                child.terminal = true;
+                child.proof = Proof::Loss;
+            }
             // The evaluator's value is for the side to move at the leaf; the node stores
             // values for the player who moved into it.
             self.backup(path, -ev.value.clamp(-1.0, 1.0));
@@ -467,7 +563,8 @@ impl Search {
         let mut best_score = f32::NEG_INFINITY;
         for (i, ch) in kids.iter().enumerate() {
             let q = match ch.proof {
-                Proof::Loss => -10.0,
+                // Never chosen while another move is not lost.
+                Proof::Loss => f32::MIN,
                 Proof::Draw => 0.0,
                 _ => {
                     let n_eff = ch.visits as f32 + ch.in_flight as f32 * vl;

@@ -20,6 +20,7 @@ pub mod perft;
 pub mod position;
 pub mod scoring;
 pub mod symmetry;
+pub mod tactics;
 pub mod testdata;
 pub mod types;
 mod zobrist;
