@@ -7,10 +7,10 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` |
-//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name`, `tactics` |
+//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name`, `tactics` |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
-//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` |
+//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name`, `tactics` |
 //!
 //! Examples: `uniform:200`, `random;seed=7`,
 //! `tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4`.
@@ -50,6 +50,9 @@ pub enum PlayerSpec {
         /// Display name (default `uniform-VISITS`).
         #[serde(default)]
         name: Option<String>,
+        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
+        #[serde(default)]
+        tactics: Option<bool>,
     },
     /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
     /// `Uniform` (value 0 everywhere), gets stronger with more visits.
@@ -65,6 +68,9 @@ pub enum PlayerSpec {
         /// Display name (default `rollout-VISITS`).
         #[serde(default)]
         name: Option<String>,
+        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
+        #[serde(default)]
+        tactics: Option<bool>,
     },
     /// An external TEI engine.
     Tei {
@@ -87,6 +93,9 @@ pub enum PlayerSpec {
         /// Display name (default: the file stem).
         #[serde(default)]
         name: Option<String>,
+        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
+        #[serde(default)]
+        tactics: Option<bool>,
     },
 }
 
@@ -121,6 +130,22 @@ impl Entrant {
     }
 }
 
+/// The match search settings with the player's `tactics` choice (default on).
+fn search_config(tactics: Option<bool>) -> crate::search_glue::SearchConfig {
+    let mut config = crate::search_glue::match_search_config();
+    config.tactics = tactics.unwrap_or(config.tactics);
+    config
+}
+
+/// An `on`/`off` setting.
+fn parse_switch(key: &str, v: &str) -> anyhow::Result<bool> {
+    match v {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        _ => bail!("setting {key}={v:?}: expected on or off"),
+    }
+}
+
 fn parse_u64(key: &str, v: &str) -> anyhow::Result<u64> {
     v.trim().parse().map_err(|_| anyhow!("setting {key}={v:?}: expected a non-negative integer"))
 }
@@ -149,7 +174,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
             }
-            PlayerSpec::Uniform { visits, seed: s, .. } => {
+            PlayerSpec::Uniform { visits, seed: s, tactics, .. } => {
                 if visits == 0 {
                     bail!("uniform player needs at least 1 visit");
                 }
@@ -158,10 +183,11 @@ impl PlayerSpec {
                 let limits = MoveLimits::nodes(visits as u64);
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
-                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone())) as Box<dyn Player>)
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics)))
+                        as Box<dyn Player>)
                 }))
             }
-            PlayerSpec::Rollout { visits, rollouts, seed: s, .. } => {
+            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, .. } => {
                 if visits == 0 || rollouts == Some(0) {
                     bail!("rollout player needs at least 1 visit and 1 rollout");
                 }
@@ -171,7 +197,8 @@ impl PlayerSpec {
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone())) as Box<dyn Player>)
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics)))
+                        as Box<dyn Player>)
                 }))
             }
             PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
@@ -186,7 +213,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, .. } => {
+            PlayerSpec::Checkpoint { path, visits, tactics, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path)
                     .with_context(|| format!("checkpoint player {}", path.display()))?;
@@ -198,7 +225,8 @@ impl PlayerSpec {
                 let n = name.clone();
                 let v = limits.nodes.unwrap_or(100) as u32;
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone())) as Box<dyn Player>)
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics)))
+                        as Box<dyn Player>)
                 }))
             }
         }
@@ -248,15 +276,16 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name) = (None, None);
+                let (mut seed, mut name, mut tactics) = (None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
+                        "tactics" => tactics = Some(parse_switch(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Uniform { visits, seed, name }
+                PlayerSpec::Uniform { visits, seed, name, tactics }
             }
             "rollout" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
@@ -264,16 +293,17 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts) = (None, None, None);
+                let (mut seed, mut name, mut rollouts, mut tactics) = (None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
                         "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
+                        "tactics" => tactics = Some(parse_switch(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Rollout { visits, rollouts, seed, name }
+                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics }
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
@@ -307,17 +337,18 @@ impl FromStr for PlayerSpec {
             }
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
-                let (mut visits, mut name) = (None, None);
+                let (mut visits, mut name, mut tactics) = (None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
                             visits = Some(v.parse().map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?)
                         }
                         "name" => name = Some(v.clone()),
+                        "tactics" => tactics = Some(parse_switch(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics }
             }
             "" => bail!("empty player description"),
             other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
@@ -343,7 +374,7 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None }
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None }
         );
         assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
         let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();

@@ -53,11 +53,11 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
         let pv: Vec<String> = r.pv.iter().map(|m| m.to_ptn(size)).collect();
         writeln!(
             out,
-            "{:>4}  {:<10} {:>+7.2} {:>+7.2}  {:<10} {}",
+            "{:>4}  {:<10} {:>7} {:>7}  {:<10} {}",
             ply + 1,
             format!("{}{mark}", played.to_ptn(size)),
-            white_value,
-            r.value,
+            show_value(white_value, r.proven),
+            show_value(r.value, r.proven),
             best,
             pv.join(" ")
         )?;
@@ -67,6 +67,18 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
         None => writeln!(out, "unfinished")?,
     }
     Ok(())
+}
+
+/// A value as printed: signed with two decimals, or `won`/`lost`/`drawn` when the search
+/// proved the result (a forced road or flat win found by the tactical checks or the
+/// solver).
+fn show_value(value: f32, proven: bool) -> String {
+    match (proven, value) {
+        (true, v) if v > 0.0 => "won".into(),
+        (true, v) if v < 0.0 => "lost".into(),
+        (true, _) => "drawn".into(),
+        (false, v) => format!("{v:+.2}"),
+    }
 }
 
 #[cfg(test)]
@@ -87,6 +99,8 @@ mod tests {
         assert_eq!(lines.len(), 2 + 8 + 1, "{out}");
         // Ply 7 is white's c2, which misses the road on c1 (a1 b1 c1).
         assert!(lines[2 + 6].contains("c2?") && lines[2 + 6].contains("c1"), "{out}");
+        // The road in one is proven: white "won", the mover "won".
+        assert!(lines[2 + 6].contains("won"), "{out}");
         assert!(lines.last().unwrap().starts_with("unfinished"));
     }
 

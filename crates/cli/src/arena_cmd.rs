@@ -110,7 +110,7 @@ fn cores() -> usize {
 
 /// A checkpoint of `run` as a player named after it.
 fn checkpoint_spec(run: &RunDir, name: &str) -> PlayerSpec {
-    PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.to_string()) }
+    PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.to_string()), tactics: None }
 }
 
 /// Match settings for games on a run's board (size, komi) with all cores.

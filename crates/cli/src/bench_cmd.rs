@@ -23,6 +23,9 @@ pub enum BenchCommand {
     /// Self-play evaluations/s through the search and batching service, against the raw
     /// forward throughput of the same network at the batch size self-play reached.
     Selfplay(SelfPlayArgs),
+    /// The tactics suite: share of road-in-one, must-block and win-in-three positions
+    /// solved by the uniform search and by a model, and the time per position.
+    Tactics(crate::tactics_cmd::TacticsArgs),
 }
 
 /// Arguments of `bredon bench nn`.
@@ -64,6 +67,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Nn(a) => bench_nn(&a),
         BenchCommand::Selfplay(a) => bench_selfplay(&a),
+        BenchCommand::Tactics(a) => crate::tactics_cmd::run(&a),
     }
 }
 

@@ -8,6 +8,7 @@ mod model_arg;
 mod perft_cmd;
 mod play_cmd;
 mod ptn_cmd;
+mod tactics_cmd;
 mod tei_cmd;
 mod tei_protocol;
 mod train_cmd;

@@ -350,13 +350,17 @@ pub fn clock_budget(time_ms: u64, inc_ms: u64) -> Duration {
     Duration::from_millis(spend.min(cap).saturating_sub(10).max(1))
 }
 
-/// A value in [-1, 1] as centipawn-like units (a logistic scale, ±10000 when proven).
-pub fn value_to_cp(value: f32, proven: bool) -> i32 {
+/// A search result's value as TEI `score cp`, on the scale Tak match runners and engines
+/// (Tiltak) use: 100 × the expected score for the side to move, so an unproven value is
+/// in [-100, 100] and `cp / 100` reads as the value itself. A proven result is reported
+/// as ±(10000 − plies to the end of the line): far outside that range, so it cannot be
+/// mistaken for an evaluation, and still a plain `score cp` that every runner parses.
+pub fn value_to_cp(value: f32, proven: bool, plies: usize) -> i32 {
     if proven {
-        return if value > 0.0 { 10000 } else if value < 0.0 { -10000 } else { 0 };
+        let mate = 10000 - plies.min(1000) as i32;
+        return if value > 0.0 { mate } else if value < 0.0 { -mate } else { 0 };
     }
-    let p = ((value as f64 + 1.0) / 2.0).clamp(1e-4, 1.0 - 1e-4);
-    (400.0 * (p / (1.0 - p)).log10()).round().clamp(-9999.0, 9999.0) as i32
+    (value.clamp(-1.0, 1.0) * 100.0).round() as i32
 }
 
 /// The `info` line for a search result.
@@ -367,7 +371,7 @@ fn info_line(r: &SearchResult, size: usize, began: Instant) -> String {
         "info depth {} nodes {} score cp {} time {} nps {} pv {}",
         r.pv.len().max(1),
         r.playouts,
-        value_to_cp(r.value, r.proven),
+        value_to_cp(r.value, r.proven, r.pv.len()),
         ms,
         r.playouts * 1000 / ms,
         pv.join(" ")
@@ -415,7 +419,7 @@ mod tests {
         e.handle_line("go nodes 200");
         e.finish();
         let lines = take(&out);
-        assert!(lines.iter().any(|l| l.starts_with("info depth") && l.contains("score cp 10000")), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("info depth") && l.contains("score cp 9999")), "{lines:?}");
         assert_eq!(bestmove(&lines), "d1");
     }
 
@@ -506,8 +510,10 @@ mod tests {
         assert!(clock_budget(60_000, 0) <= Duration::from_millis(3000));
         assert!(clock_budget(300, 10_000) <= Duration::from_millis(100));
         assert!(clock_budget(0, 0) >= Duration::from_millis(1));
-        assert_eq!(value_to_cp(0.0, false), 0);
-        assert!(value_to_cp(0.5, false) > 100);
-        assert_eq!(value_to_cp(-1.0, true), -10000);
+        assert_eq!(value_to_cp(0.0, false, 3), 0);
+        assert_eq!(value_to_cp(0.5, false, 3), 50);
+        assert_eq!(value_to_cp(-0.999, false, 3), -100);
+        assert_eq!(value_to_cp(-1.0, true, 3), -9997);
+        assert_eq!(value_to_cp(1.0, true, 1), 9999);
     }
 }

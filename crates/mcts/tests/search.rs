@@ -155,3 +155,69 @@ fn full_game_plays_to_completion() {
         assert!(pos.result().is_some(), "size {size}: game did not end in 300 plies");
     }
 }
+
+/// An evaluator that likes one move a lot (to lure the search) and says nothing else.
+struct Lure(Move);
+
+impl Evaluator for Lure {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        positions
+            .iter()
+            .zip(legal)
+            .map(|(_, moves)| Evaluation {
+                policy: moves.iter().map(|&m| if m == self.0 { 100.0 } else { 1.0 }).collect(),
+                value: 0.0,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn an_immediate_win_is_played_with_a_single_visit() {
+    let pos = parse_tps("x4/2,2,2,x/1,1,1,x/x4 1 5").unwrap();
+    let mut s = Search::new(pos.clone(), quiet());
+    let r = s.run(&UniformEvaluator, 1, &mut rng());
+    assert!(r.proven && r.value == 1.0);
+    assert!(pos.road_wins_in_one().contains(&r.best_move.unwrap()));
+    // The training target holds only winning moves.
+    assert!(r.visits.iter().all(|&(m, _)| pos.road_wins_in_one().contains(&m)));
+}
+
+#[test]
+fn a_move_that_allows_a_road_in_one_is_never_played_even_when_the_policy_loves_it() {
+    // Black threatens c1; white's a4 leaves it open. The lure puts 100x prior on a4.
+    let pos = parse_tps("x4/x4/1,1,x2/2,2,x,2 1 5").unwrap();
+    let lure = bredon_rules::notation::parse_move("a4", 4).unwrap();
+    for visits in [2, 8, 64] {
+        let mut s = Search::new(pos.clone(), quiet());
+        let r = s.run(&Lure(lure), visits, &mut rng());
+        let mv = r.best_move.unwrap();
+        let mut after = pos.clone();
+        after.play(mv).unwrap();
+        assert!(after.road_wins_in_one().is_empty(), "{visits} visits: {} leaves a road in one", mv.to_ptn(4));
+    }
+    // Without the tactical checks the lure wins at few visits: the checks are what stop it.
+    let mut s = Search::new(pos.clone(), SearchConfig { tactics: false, ..quiet() });
+    assert_eq!(s.run(&Lure(lure), 2, &mut rng()).best_move, Some(lure));
+}
+
+#[test]
+fn a_double_threat_is_found_at_the_root() {
+    // White b1 b3 a2 c2 on 4x4: b2 threatens d2 and b4 at once.
+    let pos = parse_tps("2,x2,2/x,1,x2/1,x,1,x/x,1,x2 1 4").unwrap();
+    let mut s = Search::new(pos.clone(), quiet());
+    let r = s.run(&UniformEvaluator, 16, &mut rng());
+    assert!(r.proven);
+    assert!(pos.forced_wins_in_three().contains(&r.best_move.unwrap()));
+}
+
+#[test]
+fn a_position_lost_to_a_double_threat_is_proven_lost() {
+    // After white's b2 (two threats), black cannot stop both.
+    let mut pos = parse_tps("2,x2,2/x,1,x2/1,x,1,x/x,1,x2 1 4").unwrap();
+    pos.play(bredon_rules::notation::parse_move("b2", 4).unwrap()).unwrap();
+    let mut s = Search::new(pos.clone(), quiet());
+    let r = s.run(&UniformEvaluator, 200, &mut rng());
+    assert!(r.proven && r.value == -1.0, "{r:?}");
+    assert!(r.best_move.is_some());
+}

@@ -258,6 +258,47 @@ pub fn classify(pos: &Position) -> Option<TacticPosition> {
     if forced.is_empty() { None } else { make(Tactic::WinInThree, forced) }
 }
 
+/// Reads the positions of a tactics suite source: a PTN game (every position of it), a
+/// text file of TPS lines (blank lines and `#` comments skipped), or a directory of
+/// `.ptn` and `.tps` files (sorted by name). Errors name the file (and line) and the
+/// problem.
+pub fn read_positions(path: &std::path::Path) -> Result<Vec<Position>, String> {
+    if path.is_dir() {
+        let mut files: Vec<_> = std::fs::read_dir(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "ptn" || e == "tps"))
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            out.extend(read_positions(&f)?);
+        }
+        return Ok(out);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "ptn") {
+        let replay = crate::notation::Ptn::parse(&text)
+            .and_then(|p| p.replay())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(replay.positions().to_vec());
+    }
+    parse_tps_lines(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Positions from TPS lines (blank lines and `#` comments skipped).
+pub fn parse_tps_lines(text: &str) -> Result<Vec<Position>, String> {
+    let mut out = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        out.push(crate::notation::parse_tps(line).map_err(|e| format!("line {}: {e}", no + 1))?);
+    }
+    Ok(out)
+}
+
 /// The first `count` squares from `sq` (exclusive) in `dir`.
 #[inline]
 fn line_squares(sq: Square, dir: Direction, count: usize, n: usize) -> Bitboard {

@@ -1,0 +1,1 @@
+# Bredon tactics suite: one TPS per line (komi 0), classified when read.
