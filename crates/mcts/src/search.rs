@@ -601,9 +601,12 @@ impl Search {
         // Most visits among moves not proven lost; equal visits (common with a flat policy
         // and few visits) are split by the mean value, then the prior.
         let q = |c: &Node| if c.visits > 0 { c.value_sum / c.visits as f32 } else { f32::NEG_INFINITY };
+        // Among proven losses (a lost position), one that loses later beats one that
+        // loses at once (a terminal or tactically refuted child): make the opponent find it.
+        let key = |c: &Node| (c.proof != Proof::Loss, c.proof != Proof::Loss || !c.terminal, c.visits);
         kids.iter().max_by(|a, b| {
-            ((a.proof != Proof::Loss), a.visits)
-                .cmp(&((b.proof != Proof::Loss), b.visits))
+            key(a)
+                .cmp(&key(b))
                 .then(q(a).total_cmp(&q(b)))
                 .then(a.prior.total_cmp(&b.prior))
         })
