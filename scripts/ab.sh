@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A/B protocol for a training change (README "Experiments"): two configs trained for the
+# same wall-clock time from the same seed, one after the other (never side by side, so
+# both get the same machine), then their final exports play each other at a fixed time
+# per move, colour-swapped from shared openings, and each plays fixed baselines.
+#
+# Usage: scripts/ab.sh NAME CONFIG_A CONFIG_B [MINUTES] [GAMES] [MOVETIME_MS]
+#   writes experiments/runs/NAME/{a,b} (runs), experiments/runs/NAME/match (A vs B) and
+#   experiments/runs/NAME/baselines; prints the A-vs-B Elo with its 95% interval.
+# Add the result as a row of experiments/README.md, losers included.
+set -euo pipefail
+name=${1:?usage: $0 NAME CONFIG_A CONFIG_B [MINUTES] [GAMES] [MOVETIME_MS]}
+config_a=${2:?config A}
+config_b=${3:?config B}
+minutes=${4:-20}
+games=${5:-200}
+movetime=${6:-100}
+bredon=${BREDON:-target/release/bredon}
+[ -x "$bredon" ] || cargo build --release --bin bredon
+out=experiments/runs/$name
+mkdir -p "$out"
+size=$(sed -n 's/^size *= *\([0-9]\).*/\1/p' "$config_a" | head -1)
+half_komi=$(awk -F'[=#]' '/^komi *=/ {printf "%d", $2 * 2; exit}' "$config_a")
+
+for side in a b; do
+  config=$config_a; [ "$side" = b ] && config=$config_b
+  # Resumable: a killed A/B continues where it stopped (the time limit counts per session).
+  "$bredon" train --config "$config" --run "$out/$side" --minutes "$minutes" --quiet
+  "$bredon" export --run "$out/$side" -o "$out/$side.bredon"
+done
+
+cat > "$out/match.toml" <<TOML
+size = $size
+half_komi = ${half_komi:-0}
+movetime_ms = $movetime
+games_per_pairing = $games
+max_plies = 300
+[openings]
+kind = "random"
+plies = 2
+count = $(( games / 2 ))
+seed = 7
+TOML
+"$bredon" arena --out "$out/match" --config "$out/match.toml" \
+  --player "checkpoint:$out/a.bredon;name=A" --player "checkpoint:$out/b.bredon;name=B"
+"$bredon" arena --out "$out/baselines" --size "$size" --half-komi "${half_komi:-0}" --schedule gauntlet --games 40 \
+  --player "checkpoint:$out/b.bredon;name=B;visits=200" --player "checkpoint:$out/a.bredon;name=A;visits=200" \
+  --player rollout:400 --player rollout:1600
