@@ -190,6 +190,22 @@ impl Position {
     }
 }
 
+/// The slow reference for [`Position::immediate_wins`]: every legal move played and the
+/// result looked at, sorted. For tests and checks, not for the search.
+pub fn immediate_wins_by_trying(pos: &Position) -> Vec<Move> {
+    let me = pos.side_to_move();
+    let mut p = pos.clone();
+    let mut v = pos.legal_moves();
+    v.retain(|&mv| {
+        let u = p.make(mv);
+        let w = p.result().is_some_and(|r| r.winner() == Some(me));
+        p.unmake(mv, u);
+        w
+    });
+    v.sort();
+    v
+}
+
 /// A kind of tactical test position (see [`classify`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tactic {
@@ -321,20 +337,7 @@ mod tests {
     use crate::notation::parse_tps;
     use crate::{Color, GameResult, Move, Position};
 
-    /// The slow reference: every legal move, played and checked.
-    fn wins_by_trying(pos: &Position) -> Vec<Move> {
-        let me = pos.side_to_move();
-        let mut p = pos.clone();
-        let mut v = pos.legal_moves();
-        v.retain(|&mv| {
-            let u = p.make(mv);
-            let w = p.result().is_some_and(|r| r.winner() == Some(me));
-            p.unmake(mv, u);
-            w
-        });
-        v.sort();
-        v
-    }
+    use super::immediate_wins_by_trying as wins_by_trying;
 
     fn fast(pos: &Position) -> Vec<Move> {
         let mut v = Vec::new();

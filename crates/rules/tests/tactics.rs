@@ -6,20 +6,7 @@ use bredon_rules::testdata::shared_data_dir;
 use bredon_rules::{GameOptions, Move, Position};
 use proptest::prelude::*;
 
-/// Every legal move that wins at once for the side to move, found by trying them all.
-fn wins_by_trying(pos: &Position) -> Vec<Move> {
-    let me = pos.side_to_move();
-    let mut p = pos.clone();
-    let mut v = pos.legal_moves();
-    v.retain(|&mv| {
-        let u = p.make(mv);
-        let w = p.result().is_some_and(|r| r.winner() == Some(me));
-        p.unmake(mv, u);
-        w
-    });
-    v.sort();
-    v
-}
+use bredon_rules::tactics::immediate_wins_by_trying as wins_by_trying;
 
 /// Checks the fast queries on `pos`; returns whether the side to move had a win.
 fn check(pos: &Position) -> Result<bool, String> {
