@@ -1,8 +1,9 @@
 //! `bredon bench`: throughput reports for the network and for self-play.
 
 use anyhow::{Context, Result};
-use bredon_nn::inference::forward_raw;
-use bredon_nn::{NetConfig, TakNet};
+use bredon_nn::inference::{Engine, InferenceKind};
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{NetConfig, TakNet, TrainExample, Trainer};
 use bredon_rules::{GameOptions, Position};
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
@@ -18,7 +19,8 @@ use std::time::Instant;
 /// What to measure.
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Forward-pass throughput (positions/s) of fresh default networks per batch size.
+    /// Forward-pass throughput (positions/s) per batch size of fresh default networks or
+    /// of `--model`, with the fast and the burn inference paths (`--inference` picks one).
     Nn(NnArgs),
     /// Self-play evaluations/s through the search and batching service, against the raw
     /// forward throughput of the same network at the batch size self-play reached.
@@ -26,6 +28,8 @@ pub enum BenchCommand {
     /// The tactics suite: share of road-in-one, must-block and win-in-three positions
     /// solved by the uniform search and by a model, and the time per position.
     Tactics(crate::tactics_cmd::TacticsArgs),
+    /// Training throughput (samples/s) of the burn training step.
+    Train(TrainArgs),
 }
 
 /// Arguments of `bredon bench nn`.
@@ -46,6 +50,14 @@ pub struct NnArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
+    /// Measure this model (a `bredon export` file or a checkpoint directory) instead of
+    /// fresh networks (`--sizes`, `--blocks`, `--channels` are then ignored).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Also write the measured network as ONNX to this file (one size only), for
+    /// comparisons with other runtimes (`scripts/bench-onnxruntime.py`).
+    #[arg(long)]
+    pub onnx: Option<PathBuf>,
 }
 
 /// Arguments of `bredon bench selfplay`.
@@ -62,11 +74,12 @@ pub struct SelfPlayArgs {
     pub seconds: f64,
 }
 
-/// Runs a benchmark.
-pub fn run(cmd: BenchCommand) -> Result<()> {
+/// Runs a benchmark; `inference` (the global `--inference` flag) picks the forward path.
+pub fn run(cmd: BenchCommand, inference: Option<InferenceKind>) -> Result<()> {
     match cmd {
-        BenchCommand::Nn(a) => bench_nn(&a),
-        BenchCommand::Selfplay(a) => bench_selfplay(&a),
+        BenchCommand::Nn(a) => bench_nn(&a, inference),
+        BenchCommand::Selfplay(a) => bench_selfplay(&a, inference),
+        BenchCommand::Train(a) => bench_train(&a),
         BenchCommand::Tactics(a) => crate::tactics_cmd::run(&a),
     }
 }
@@ -93,47 +106,88 @@ fn sample_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
     out
 }
 
-/// Positions per second of `model` at `batch` for about `seconds`.
-fn forward_rate(model: &TakNet, positions: &[Position], size: usize, batch: usize, seconds: f64) -> f64 {
+/// Positions per second of `engine` at `batch` for about `seconds`.
+fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: f64) -> f64 {
     let refs: Vec<&Position> = positions.iter().collect();
     let batch = batch.max(1).min(refs.len());
     // Warm up (allocations, thread pool).
-    let _ = forward_raw(model, &refs[..batch], size);
+    let _ = engine.forward(&refs[..batch]);
     let start = Instant::now();
     let mut done = 0usize;
     let mut i = 0usize;
     while start.elapsed().as_secs_f64() < seconds || done == 0 {
         let lo = (i * batch) % (refs.len() - batch + 1);
-        let _ = forward_raw(model, &refs[lo..lo + batch], size);
+        let _ = engine.forward(&refs[lo..lo + batch]);
         done += batch;
         i += 1;
     }
     done as f64 / start.elapsed().as_secs_f64()
 }
 
-fn bench_nn(args: &NnArgs) -> Result<()> {
+fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
+    let kinds = match inference {
+        Some(k) => vec![k],
+        None => vec![InferenceKind::Fast, InferenceKind::Burn],
+    };
     let device = bredon_nn::device();
-    println!("{:<6} {:<8} {:>6} {:>12}", "size", "net", "batch", "positions/s");
-    for &size in &args.sizes {
-        let mut net = NetConfig::default_for_size(size);
-        if let Some(b) = args.blocks {
-            net.blocks = b;
-        }
-        if let Some(c) = args.channels {
-            net.channels = c;
-        }
-        let model = TakNet::new(&net, &device);
+    let models: Vec<(TakNet, bredon_nn::ModelMeta)> = match &args.model {
+        Some(path) => vec![bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?],
+        None => args
+            .sizes
+            .iter()
+            .map(|&size| {
+                let mut net = NetConfig::default_for_size(size);
+                if let Some(b) = args.blocks {
+                    net.blocks = b;
+                }
+                if let Some(c) = args.channels {
+                    net.channels = c;
+                }
+                let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
+                (TakNet::new(&net, &device), meta)
+            })
+            .collect(),
+    };
+    if let Some(out) = &args.onnx {
+        let [(model, meta)] = models.as_slice() else {
+            anyhow::bail!("--onnx needs exactly one network (one --sizes value or --model)");
+        };
+        bredon_nn::onnx::export_onnx(model, meta, out).with_context(|| format!("writing {}", out.display()))?;
+        println!("# wrote {}", out.display());
+    }
+    let isa = bredon_nn::fast::Isa::detect().name();
+    print!("{:<6} {:<8} {:>6}", "size", "net", "batch");
+    for k in &kinds {
+        print!(" {:>12}", format!("{k}/s"));
+    }
+    if kinds.len() == 2 {
+        print!(" {:>10}", "fast/burn");
+    }
+    println!("    (positions/s; fast kernels: {isa})");
+    for (model, meta) in models {
+        let size = meta.size;
         let positions = sample_positions(size, 1024, size as u64);
+        let engines: Vec<Engine> = kinds.iter().map(|&k| Engine::new(model.clone(), size, k)).collect();
         for &batch in &args.batches {
-            let rate = forward_rate(&model, &positions, size, batch, args.seconds);
-            println!("{:<6} {:<8} {:>6} {:>12.0}", format!("{size}x{size}"), net.name(), batch, rate);
+            print!("{:<6} {:<8} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
+            let rates: Vec<f64> = engines.iter().map(|e| forward_rate(e, &positions, batch, args.seconds)).collect();
+            for r in &rates {
+                print!(" {r:>12.0}");
+            }
+            if rates.len() == 2 {
+                print!(" {:>9.2}x", rates[0] / rates[1]);
+            }
+            println!();
         }
     }
     Ok(())
 }
 
-fn bench_selfplay(args: &SelfPlayArgs) -> Result<()> {
-    let cfg = RunConfig::load(&args.config).with_context(|| format!("loading {}", args.config.display()))?;
+fn bench_selfplay(args: &SelfPlayArgs, inference: Option<InferenceKind>) -> Result<()> {
+    let mut cfg = RunConfig::load(&args.config).with_context(|| format!("loading {}", args.config.display()))?;
+    if let Some(k) = inference {
+        cfg.selfplay.inference = k;
+    }
     let learner = Learner::new(&cfg, cfg.schedule.seed)?;
     let dir = tempfile::tempdir()?;
     let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
@@ -156,15 +210,92 @@ fn bench_selfplay(args: &SelfPlayArgs) -> Result<()> {
     let avg_batch = evals as f64 / batches as f64;
     let size = cfg.game.size;
     let positions = sample_positions(size, 1024, 7);
-    let raw = forward_rate(&learner.model(), &positions, size, avg_batch.round().max(1.0) as usize, args.seconds);
+    let engine = Engine::new(learner.model(), size, cfg.selfplay.inference);
+    let raw = forward_rate(&engine, &positions, avg_batch.round().max(1.0) as usize, args.seconds);
     let sp_rate = evals as f64 / secs;
     println!(
-        "self-play {size}x{size} {}: {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
+        "self-play {size}x{size} {} ({} inference): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
         learner.describe(),
+        cfg.selfplay.inference,
         games as f64 / secs * 3600.0
     );
     println!("  {evals} evaluations in {batches} batches (average batch {avg_batch:.1}): {sp_rate:.0} evals/s");
     println!("  raw forward at batch {:.0}: {raw:.0} positions/s", avg_batch.round());
     println!("  self-play reaches {:.0}% of the raw forward throughput", 100.0 * sp_rate / raw);
+    Ok(())
+}
+
+/// Arguments of `bredon bench train`.
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// A run config whose `[game]`, `[net]` and `[train]` optimiser settings are used
+    /// (otherwise the default net of `--size`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Board size without `--config`.
+    #[arg(long, default_value_t = 4)]
+    pub size: usize,
+    /// Override the residual blocks.
+    #[arg(long)]
+    pub blocks: Option<usize>,
+    /// Override the channels.
+    #[arg(long)]
+    pub channels: Option<usize>,
+    /// Samples per training step.
+    #[arg(long, default_value_t = 256)]
+    pub batch: usize,
+    /// Seconds to measure (after one warm-up step).
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+}
+
+fn bench_train(args: &TrainArgs) -> Result<()> {
+    let (mut net, settings) = match &args.config {
+        Some(path) => {
+            let cfg = RunConfig::load(path).with_context(|| format!("loading {}", path.display()))?;
+            let settings = OptimizerSettings {
+                kind: cfg.train.optimizer.clone(),
+                weight_decay: cfg.train.weight_decay,
+                value_loss_weight: cfg.train.value_loss_weight,
+            };
+            (bredon_selfplay::net::net_config(&cfg), settings)
+        }
+        None => (NetConfig::default_for_size(args.size), OptimizerSettings::default()),
+    };
+    if let Some(b) = args.blocks {
+        net.blocks = b;
+    }
+    if let Some(c) = args.channels {
+        net.channels = c;
+    }
+    let size = net.size;
+    let mut trainer = Trainer::new(&net, settings, 1)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let examples: Vec<TrainExample> = sample_positions(size, 4 * args.batch.max(1), 3)
+        .into_iter()
+        .map(|position| {
+            let moves = position.legal_moves();
+            let policy = moves.iter().take(8).map(|&m| (m, 1.0 / moves.len().min(8) as f32)).collect();
+            TrainExample { policy, value: rng.random_range(-1.0..=1.0), position }
+        })
+        .collect();
+    let batch = args.batch.max(1);
+    let lr = 1e-3;
+    trainer.step(&examples[..batch], lr)?;
+    let start = Instant::now();
+    let (mut samples, mut i) = (0usize, 0usize);
+    while start.elapsed().as_secs_f64() < args.seconds || samples == 0 {
+        let lo = (i * batch) % (examples.len() - batch + 1);
+        trainer.step(&examples[lo..lo + batch], lr)?;
+        samples += batch;
+        i += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "train {size}x{size} {}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
+        net.name(),
+        samples as f64 / secs,
+        i as f64 / secs
+    );
     Ok(())
 }

@@ -1,14 +1,14 @@
-//! `bredon export`: a checkpoint as one self-contained model file for play.
+//! `bredon export`: a checkpoint as one self-contained model file for play, or as ONNX.
 
 use anyhow::{Context, Result, bail};
-use bredon_nn::{export_model, load_exported, load_model};
+use bredon_nn::{export_model, load_exported};
 use bredon_selfplay::rundir::RunDir;
 use std::path::PathBuf;
 
 /// Arguments of `bredon export`.
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// A checkpoint directory to export (or use `--run`).
+    /// A checkpoint directory or a `.bredon` model file to export (or use `--run`).
     pub checkpoint: Option<PathBuf>,
     /// A run directory: exports its latest checkpoint (or `--generation`).
     #[arg(long, conflicts_with = "checkpoint")]
@@ -16,9 +16,14 @@ pub struct ExportArgs {
     /// With `--run`: the generation to export instead of the latest.
     #[arg(long, requires = "run")]
     pub generation: Option<u32>,
-    /// Output file (default: `<run>/exports/<checkpoint>.bredon`, or next to the checkpoint).
+    /// Output file (default: `<run>/exports/<checkpoint>.bredon`, or next to the checkpoint;
+    /// `.onnx` with `--format onnx`).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// `bredon` (one file for `play`, `tei`, `analyse`) or `onnx` (opset 17, dynamic batch:
+    /// input `planes`, outputs `policy_logits` and `value`, for onnxruntime and others).
+    #[arg(long, default_value = "bredon", value_parser = ["bredon", "onnx"])]
+    pub format: String,
 }
 
 /// Writes the model file and checks that it loads back.
@@ -26,6 +31,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
     let (dir, default_out) = match (&args.checkpoint, &args.run) {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
             (dir.clone(), dir.with_file_name(format!("{name}.bredon")))
         }
         (None, Some(run_path)) => {
@@ -38,10 +44,32 @@ pub fn run(args: ExportArgs) -> Result<()> {
         }
         _ => bail!("give a checkpoint directory or --run DIR"),
     };
-    let (model, meta) = load_model(&dir).with_context(|| format!("loading checkpoint {}", dir.display()))?;
-    let out = args.out.unwrap_or(default_out);
+    let (model, meta) = load_exported(&dir).with_context(|| format!("loading checkpoint {}", dir.display()))?;
+    let onnx = args.format == "onnx";
+    let out = args.out.unwrap_or(if onnx { default_out.with_extension("onnx") } else { default_out });
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    if onnx {
+        bredon_nn::onnx::export_onnx(&model, &meta, &out).with_context(|| format!("writing {}", out.display()))?;
+        let back = bredon_nn::onnx::read_onnx_summary(&out).with_context(|| format!("reading back {}", out.display()))?;
+        let size = back.metadata.iter().find(|(k, _)| k == "size").map(|(_, v)| v.as_str());
+        if size != Some(meta.size.to_string().as_str()) || back.outputs.len() != 2 {
+            bail!("{} does not read back as the exported model", out.display());
+        }
+        println!(
+            "{}: ONNX opset {}, {size}x{size} {} model, step {}, generation {}, half komi {}, {} nodes, {:.2} MB",
+            out.display(),
+            back.opset,
+            meta.net.name(),
+            meta.step,
+            meta.generation,
+            meta.half_komi,
+            back.nodes,
+            std::fs::metadata(&out)?.len() as f64 / 1e6,
+            size = meta.size,
+        );
+        return Ok(());
     }
     export_model(&model, &meta, &out)?;
     let (_, back) = load_exported(&out).with_context(|| format!("reading back {}", out.display()))?;

@@ -21,6 +21,11 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Forward pass of the network for search (`tei`, `play`, `analyse`, `arena`, `bench`):
+    /// `fast` (the default: BatchNorm folded, SIMD kernels) or `burn` (the training
+    /// framework's). Training runs take it from `[selfplay] inference` in the config.
+    #[arg(long, global = true)]
+    inference: Option<bredon_nn::InferenceKind>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -51,17 +56,23 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if let Some(kind) = cli.inference {
+        bredon_nn::inference::set_default_kind(kind);
+    }
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
         Command::Ptn(cmd) => ptn_cmd::run(cmd),
         Command::Tei(args) => tei_cmd::run(args),
         Command::Play(args) => play_cmd::run(args),
         Command::Analyse(args) => analyse_cmd::run(args),
+        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => {
+            Err(anyhow::anyhow!("training runs take the inference path from `[selfplay] inference` in the run config, not --inference"))
+        }
         Command::Train(args) => train_cmd::run_train(args),
         Command::Selfplay(args) => train_cmd::run_selfplay(args),
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args),
-        Command::Bench(cmd) => bench_cmd::run(cmd),
+        Command::Bench(cmd) => bench_cmd::run(cmd, cli.inference),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");

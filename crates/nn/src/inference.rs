@@ -8,9 +8,100 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::fast::FastNet;
 use crate::model::TakNet;
 use crate::policy::{masked_softmax, policy_size};
 use crate::train::encode_batch;
+
+/// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the
+/// default) or `burn` (the training framework's own forward pass, the reference).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InferenceKind {
+    /// The fast path: BatchNorm folded, channels-last implicit-GEMM kernels.
+    #[default]
+    Fast,
+    /// burn's forward pass on the flex backend.
+    Burn,
+}
+
+impl std::str::FromStr for InferenceKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fast" => Ok(InferenceKind::Fast),
+            "burn" => Ok(InferenceKind::Burn),
+            other => Err(format!("unknown inference {other:?} (use fast or burn)")),
+        }
+    }
+}
+
+impl std::fmt::Display for InferenceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InferenceKind::Fast => "fast",
+            InferenceKind::Burn => "burn",
+        })
+    }
+}
+
+/// The process-wide path of [`NetEvaluator::new`] and [`InferenceService::start`]
+/// (0 = fast, 1 = burn); the command line sets it with `--inference`.
+static DEFAULT_KIND: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Sets the path [`NetEvaluator::new`] and [`InferenceService::start`] use from now on.
+pub fn set_default_kind(kind: InferenceKind) {
+    DEFAULT_KIND.store(u8::from(kind == InferenceKind::Burn), Ordering::Relaxed);
+}
+
+/// The path [`NetEvaluator::new`] and [`InferenceService::start`] use: fast unless
+/// [`set_default_kind`] said otherwise.
+pub fn default_kind() -> InferenceKind {
+    if DEFAULT_KIND.load(Ordering::Relaxed) == 1 { InferenceKind::Burn } else { InferenceKind::Fast }
+}
+
+/// A network ready for inference by either path.
+pub enum Engine {
+    /// burn's model and its board size.
+    Burn(TakNet, usize),
+    /// The fast path (weights copied out of the burn model).
+    Fast(FastNet),
+}
+
+impl Engine {
+    /// `model` for board `size`, run by `kind`.
+    pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
+        match kind {
+            InferenceKind::Burn => Engine::Burn(model, size),
+            InferenceKind::Fast => Engine::Fast(FastNet::from_model(&model, size)),
+        }
+    }
+
+    /// Which path this is.
+    pub fn kind(&self) -> InferenceKind {
+        match self {
+            Engine::Burn(..) => InferenceKind::Burn,
+            Engine::Fast(_) => InferenceKind::Fast,
+        }
+    }
+
+    /// Board size.
+    pub fn size(&self) -> usize {
+        match self {
+            Engine::Burn(_, size) => *size,
+            Engine::Fast(f) => f.size(),
+        }
+    }
+
+    /// Policy logits (all outputs, per position) and values of `positions`.
+    pub fn forward(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
+        match self {
+            Engine::Burn(model, size) => forward_raw(model, positions, *size),
+            Engine::Fast(f) => f.forward(positions),
+        }
+    }
+}
 
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
 pub fn forward_raw(model: &TakNet, positions: &[&Position], size: usize) -> (Vec<f32>, Vec<f32>) {
@@ -36,21 +127,39 @@ fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize
 
 /// Evaluates directly on the calling thread (one batch at a time).
 pub struct NetEvaluator {
-    model: Mutex<TakNet>,
+    engine: Mutex<Engine>,
     size: usize,
 }
 
 impl NetEvaluator {
-    /// Wraps an inference model for board `size`.
+    /// Wraps an inference model for board `size`, run by the [`default_kind`] path (fast
+    /// unless changed).
     pub fn new(model: TakNet, size: usize) -> NetEvaluator {
-        NetEvaluator { model: Mutex::new(model), size }
+        NetEvaluator::with_kind(model, size, default_kind())
+    }
+
+    /// Wraps an inference model for board `size`, run by `kind`.
+    pub fn with_kind(model: TakNet, size: usize, kind: InferenceKind) -> NetEvaluator {
+        NetEvaluator { engine: Mutex::new(Engine::new(model, size, kind)), size }
+    }
+
+    /// Replaces the weights (e.g. after loading a new checkpoint); the path stays.
+    pub fn set_model(&self, model: TakNet) {
+        let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let kind = engine.kind();
+        *engine = Engine::new(model, self.size, kind);
+    }
+
+    /// Which path runs the network.
+    pub fn kind(&self) -> InferenceKind {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner()).kind()
     }
 }
 
 impl Evaluator for NetEvaluator {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
-        let model = self.model.lock().unwrap_or_else(|e| e.into_inner());
-        let (logits, values) = forward_raw(&model, positions, self.size);
+        let engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let (logits, values) = engine.forward(positions);
         to_evaluations(&logits, &values, legal, self.size)
     }
 
@@ -89,15 +198,24 @@ pub struct InferenceHandle {
 }
 
 impl InferenceService {
-    /// Starts the service thread with `model` for board `size`.
+    /// Starts the service thread with `model` for board `size`, run by the
+    /// [`default_kind`] path (fast unless changed).
     pub fn start(model: TakNet, size: usize, max_batch: usize) -> InferenceService {
+        InferenceService::start_with(model, size, max_batch, default_kind())
+    }
+
+    /// Starts the service thread with `model` for board `size`, run by `kind`. The model
+    /// is converted for the fast path here, so a service started on a newly loaded
+    /// checkpoint always runs its weights.
+    pub fn start_with(model: TakNet, size: usize, max_batch: usize, kind: InferenceKind) -> InferenceService {
+        let engine = Engine::new(model, size, kind);
         let (tx, rx) = mpsc::channel::<Request>();
         let stats = Arc::new(Stats::default());
         let st = stats.clone();
         let max_batch = max_batch.max(1);
         let thread = std::thread::Builder::new()
             .name("bredon-inference".into())
-            .spawn(move || serve(model, size, max_batch, rx, &st))
+            .spawn(move || serve(engine, size, max_batch, rx, &st))
             .expect("spawn inference thread");
         InferenceService { handle: InferenceHandle { tx, size, batch_hint: 8 }, thread: Some(thread), stats }
     }
@@ -133,7 +251,7 @@ impl InferenceService {
 // Dropping the service without `shutdown` detaches the thread: it ends by itself when
 // the last handle is dropped.
 
-fn serve(model: TakNet, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+fn serve(engine: Engine, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     let p = policy_size(size);
     while let Ok(first) = rx.recv() {
         let mut reqs = vec![first];
@@ -149,7 +267,7 @@ fn serve(model: TakNet, size: usize, max_batch: usize, rx: Receiver<Request>, st
             }
         }
         let all: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
-        let (logits, values) = forward_raw(&model, &all, size);
+        let (logits, values) = engine.forward(&all);
         stats.positions.fetch_add(all.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         let mut at = 0;

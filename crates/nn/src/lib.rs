@@ -5,6 +5,9 @@
 //! - [`encoding`]: the input planes (documented there), from the side to move's view.
 //! - [`policy`]: the fixed move index space per board size and the legal-move softmax.
 //! - [`model`]: the residual CNN ([`NetConfig`], [`TakNet`]).
+//! - [`folded`]: the weights with BatchNorm folded into the convolutions (inference form).
+//! - [`fast`]: the fast inference path ([`fast::FastNet`]): channels-last implicit-GEMM
+//!   kernels (AVX-512 / AVX2 / portable) outside burn; burn stays for training.
 //! - [`inference`]: [`NetEvaluator`] (implements `bredon_mcts::Evaluator`) and the batching
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
@@ -12,14 +15,17 @@
 
 pub mod checkpoint;
 pub mod encoding;
+pub mod fast;
+pub mod folded;
 pub mod fsutil;
 pub mod inference;
+pub mod onnx;
 pub mod model;
 pub mod policy;
 pub mod train;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
-pub use inference::{InferenceService, NetEvaluator};
+pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, TakNet};
 pub use train::{Losses, TrainExample, Trainer};
 

@@ -58,10 +58,10 @@ impl NetConfig {
 /// conv-bn-relu-conv-bn + skip + relu.
 #[derive(Module, Debug)]
 pub struct ResBlock {
-    conv1: Conv2d,
-    bn1: BatchNorm,
-    conv2: Conv2d,
-    bn2: BatchNorm,
+    pub(crate) conv1: Conv2d,
+    pub(crate) bn1: BatchNorm,
+    pub(crate) conv2: Conv2d,
+    pub(crate) bn2: BatchNorm,
 }
 
 fn conv(i: usize, o: usize, k: usize, device: &Device) -> Conv2d {
@@ -90,16 +90,16 @@ impl ResBlock {
 /// and values `[B, 1]` in [-1, 1] for the side to move.
 #[derive(Module, Debug)]
 pub struct TakNet {
-    stem: Conv2d,
-    stem_bn: BatchNorm,
-    blocks: Vec<ResBlock>,
-    policy_conv: Conv2d,
-    policy_bn: BatchNorm,
-    policy_fc: Linear,
-    value_conv: Conv2d,
-    value_bn: BatchNorm,
-    value_fc1: Linear,
-    value_fc2: Linear,
+    pub(crate) stem: Conv2d,
+    pub(crate) stem_bn: BatchNorm,
+    pub(crate) blocks: Vec<ResBlock>,
+    pub(crate) policy_conv: Conv2d,
+    pub(crate) policy_bn: BatchNorm,
+    pub(crate) policy_fc: Linear,
+    pub(crate) value_conv: Conv2d,
+    pub(crate) value_bn: BatchNorm,
+    pub(crate) value_fc1: Linear,
+    pub(crate) value_fc2: Linear,
 }
 
 impl TakNet {

@@ -76,6 +76,9 @@ pub struct SelfPlayConfig {
     pub resign_playthrough: f64,
     /// Largest batch the inference service runs at once.
     pub max_inference_batch: usize,
+    /// Forward pass of self-play and evaluation games: `fast` (BatchNorm folded,
+    /// hand-written SIMD kernels; the default) or `burn` (the training framework's).
+    pub inference: bredon_nn::InferenceKind,
 }
 
 impl Default for SelfPlayConfig {
@@ -90,6 +93,7 @@ impl Default for SelfPlayConfig {
             resign_threshold: 0.0,
             resign_playthrough: 0.1,
             max_inference_batch: 256,
+            inference: bredon_nn::InferenceKind::Fast,
         }
     }
 }

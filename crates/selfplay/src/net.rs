@@ -20,6 +20,7 @@ pub struct Learner {
     trainer: Trainer,
     net: NetConfig,
     half_komi: i8,
+    inference: bredon_nn::InferenceKind,
 }
 
 /// Mean losses of a step.
@@ -50,7 +51,7 @@ impl Learner {
     /// A new random network for the run.
     pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
         let net = net_config(cfg);
-        Ok(Learner { trainer: Trainer::new(&net, settings(cfg), seed)?, net, half_komi: cfg.game.half_komi() })
+        Ok(Learner { trainer: Trainer::new(&net, settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
     }
 
     /// Loads a checkpoint directory (model and, if present, optimiser state).
@@ -65,7 +66,7 @@ impl Learner {
         if opt.is_file() {
             trainer.load_optimizer(&opt)?;
         }
-        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi() })
+        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
     }
 
     /// Writes the model, its metadata and the optimiser state into `dir` (atomically).
@@ -86,9 +87,10 @@ impl Learner {
         self.net.name()
     }
 
-    /// Starts a batching inference service on the current weights.
+    /// Starts a batching inference service on the current weights (run by the config's
+    /// `[selfplay] inference` path).
     pub fn start_inference(&self, max_batch: usize) -> Result<(Arc<dyn Evaluator>, InferenceService)> {
-        let service = InferenceService::start(self.trainer.model(), self.net.size, max_batch);
+        let service = InferenceService::start_with(self.trainer.model(), self.net.size, max_batch, self.inference);
         Ok((Arc::new(service.handle()), service))
     }
 

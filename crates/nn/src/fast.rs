@@ -1,0 +1,717 @@
+//! The fast inference path: the network's forward pass outside burn, for search.
+//!
+//! Built from a [`FoldedNet`] (BatchNorm folded into the convolutions), so every layer is
+//! one matrix product with a fused epilogue (bias, residual add, ReLU):
+//!
+//! - **Layout**: activations are channels-last (`[position][pixel][channel]`) on a board
+//!   padded by one zero square on every side, so a 3x3 convolution is an *implicit GEMM*:
+//!   row `m` of the left matrix (one output pixel) is the nine 3x3 neighbours' channel
+//!   vectors, read in place at fixed offsets; no im2col copy, no bounds checks. Borders
+//!   are zeroed once and never written.
+//! - **Kernel**: an `MR x NR` register tile (`NR` output channels, a multiple of the SIMD
+//!   width) accumulated over `k` with one broadcast per row and one FMA per vector; the
+//!   weights are packed once into column panels of width `NR`. AVX-512 and AVX2+FMA kernels
+//!   are picked at run time ([`Isa::detect`]) with a portable fallback.
+//! - **Heads**: the policy and value 1x1 convolutions are one layer; the fully connected
+//!   weights are permuted to the channels-last flatten order instead of moving data.
+//! - **Threads**: a batch is split into chunks run on rayon's pool, each with its own
+//!   scratch buffers (reused across calls: no allocation after the first call at a size).
+//!
+//! The results agree with burn's forward pass to float rounding (see the tests).
+
+use bredon_rules::Position;
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+use crate::encoding::{PLANES, encode, input_len};
+use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
+use crate::model::{NetConfig, TakNet};
+use crate::policy::policy_size;
+
+/// The instruction set the kernels use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// x86-64 AVX-512F (16 floats per vector, 32 registers).
+    Avx512,
+    /// x86-64 AVX2 with FMA (8 floats per vector, 16 registers).
+    Avx2,
+    /// Plain Rust (auto-vectorised by the compiler for the build target).
+    Portable,
+}
+
+impl Isa {
+    /// Every instruction set this CPU supports, best first.
+    pub fn available() -> Vec<Isa> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                out.push(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                out.push(Isa::Avx2);
+            }
+        }
+        out.push(Isa::Portable);
+        out
+    }
+
+    /// The best available instruction set, or the one named by `BREDON_FAST_ISA`
+    /// (`avx512`, `avx2`, `portable`) when it is available.
+    pub fn detect() -> Isa {
+        let available = Isa::available();
+        if let Ok(want) = std::env::var("BREDON_FAST_ISA")
+            && let Some(isa) = available.iter().find(|i| i.name() == want.trim().to_ascii_lowercase())
+        {
+            return *isa;
+        }
+        available[0]
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+
+    fn lanes(self) -> usize {
+        match self {
+            Isa::Avx512 => 16,
+            Isa::Avx2 | Isa::Portable => 8,
+        }
+    }
+
+    /// (vectors per column panel, rows per tile) for a layer with `n` output columns:
+    /// as many accumulators as the registers hold, with little zero padding.
+    fn tile_shape(self, n: usize) -> (usize, usize) {
+        match self {
+            Isa::Avx512 => {
+                let nv = if n <= 16 {
+                    1
+                } else if n % 64 == 0 {
+                    4
+                } else if n % 48 == 0 {
+                    3
+                } else if n <= 32 {
+                    2
+                } else {
+                    4
+                };
+                (nv, [0, 8, 12, 8, 6][nv])
+            }
+            Isa::Avx2 | Isa::Portable => {
+                if n <= 8 {
+                    (1, 8)
+                } else {
+                    (2, 6)
+                }
+            }
+        }
+    }
+}
+
+/// Largest tile: rows x columns (AVX-512: 6x64, 8x48, 12x32).
+const MAX_TILE: usize = 384;
+/// Largest rows per tile.
+const MAX_MR: usize = 12;
+
+/// A `Vec<f32>` whose data starts on a 64-byte boundary.
+struct AlignedVec {
+    buf: Vec<f32>,
+    off: usize,
+    len: usize,
+}
+
+impl AlignedVec {
+    fn zeroed(len: usize) -> AlignedVec {
+        let buf = vec![0.0f32; len + 16];
+        let off = ((64 - buf.as_ptr() as usize % 64) % 64) / 4;
+        AlignedVec { buf, off, len }
+    }
+
+    fn as_slice(&self) -> &[f32] {
+        &self.buf[self.off..self.off + self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
+/// A layer's weights as a `k x n` matrix packed in column panels of `nr` columns
+/// (`panel p` = rows `0..k` of columns `p*nr..(p+1)*nr`, zero beyond `n`).
+struct Packed {
+    k: usize,
+    n: usize,
+    nv: usize,
+    mr: usize,
+    nr: usize,
+    panels: usize,
+    w: AlignedVec,
+    bias: Vec<f32>,
+}
+
+impl Packed {
+    fn new(isa: Isa, k: usize, n: usize, weight: impl Fn(usize, usize) -> f32, bias: &[f32]) -> Packed {
+        let (nv, mr) = isa.tile_shape(n);
+        let nr = nv * isa.lanes();
+        let panels = n.div_ceil(nr);
+        let mut w = AlignedVec::zeroed(panels * k * nr);
+        let data = w.as_mut_slice();
+        for p in 0..panels {
+            for kk in 0..k {
+                for jj in 0..nr {
+                    let j = p * nr + jj;
+                    if j < n {
+                        data[(p * k + kk) * nr + jj] = weight(kk, j);
+                    }
+                }
+            }
+        }
+        let mut b = vec![0.0; panels * nr];
+        b[..n].copy_from_slice(&bias[..n]);
+        Packed { k, n, nv, mr, nr, panels, w, bias: b }
+    }
+
+    /// A 3x3 convolution: row `t * cin + ci` (tap `t = dy * 3 + dx`), column `co`.
+    fn conv3(isa: Isa, c: &FoldedConv) -> Packed {
+        assert_eq!(c.k, 3, "a 3x3 convolution");
+        let cin = c.cin;
+        Packed::new(
+            isa,
+            9 * cin,
+            c.cout,
+            |kk, j| {
+                let (t, ci) = (kk / cin, kk % cin);
+                c.weight[((j * cin + ci) * 3 + t / 3) * 3 + t % 3]
+            },
+            &c.bias,
+        )
+    }
+
+    /// A dense layer reading a channels-last `[square][channel]` input of `channels`
+    /// channels where `l` expects burn's channel-major flatten (`channel * area + square`).
+    fn dense_from_nchw(isa: Isa, l: &FoldedLinear, area: usize, channels: usize) -> Packed {
+        assert_eq!(l.din, area * channels, "dense input size");
+        let dout = l.dout;
+        Packed::new(
+            isa,
+            l.din,
+            dout,
+            |kk, j| {
+                let (sq, c) = (kk / channels, kk % channels);
+                l.weight[(c * area + sq) * dout + j]
+            },
+            &l.bias,
+        )
+    }
+}
+
+/// One layer as a matrix product: for each row `m`,
+/// `out[out_rows[m] + j] = epilogue(bias[j] + sum_t sum_c a[a_rows[m] + taps[t] + c] * W[t*seg + c][j])`.
+struct Gemm<'a> {
+    a: &'a [f32],
+    a_rows: &'a [usize],
+    taps: &'a [isize],
+    seg: usize,
+    out_rows: &'a [usize],
+    /// Add the value already in `out` (residual connection, computed in place).
+    residual: bool,
+    relu: bool,
+}
+
+fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32]) {
+    let rows = g.a_rows.len();
+    assert_eq!(g.out_rows.len(), rows);
+    assert_eq!(g.taps.len() * g.seg, w.k, "layer input size");
+    if rows == 0 {
+        return;
+    }
+    // Every read and write below stays inside `a` and `out` (checked once per layer).
+    let (tmin, tmax) = g.taps.iter().fold((isize::MAX, isize::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (amin, amax) = g.a_rows.iter().fold((usize::MAX, 0), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    assert!(amin as isize + tmin >= 0 && amax as isize + tmax + g.seg as isize <= g.a.len() as isize, "input rows out of range");
+    let omax = g.out_rows.iter().copied().max().unwrap_or(0);
+    assert!(omax + w.n <= out.len(), "output rows out of range");
+
+    let mut tile = [0.0f32; MAX_TILE];
+    let nr = w.nr;
+    for p in 0..w.panels {
+        // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats).
+        let bp = unsafe { w.w.as_slice().as_ptr().add(p * w.k * nr) };
+        let j0 = p * nr;
+        let jn = nr.min(w.n - j0);
+        let bias = &w.bias[j0..j0 + jn];
+        let mut m0 = 0;
+        while m0 < rows {
+            let mr = w.mr.min(rows - m0);
+            let mut ap = [std::ptr::null::<f32>(); MAX_MR];
+            for (i, a) in ap.iter_mut().enumerate().take(mr) {
+                // SAFETY: in range, checked above.
+                *a = unsafe { g.a.as_ptr().add(g.a_rows[m0 + i]) };
+            }
+            // SAFETY: the row pointers plus every tap offset plus `seg` stay inside `a`
+            // (checked above); the panel holds `k * nr` floats; the tile holds `mr * nr`.
+            unsafe { kernel(isa, mr, w.nv, ap.as_ptr(), g.taps, g.seg, bp, tile.as_mut_ptr()) };
+            for i in 0..mr {
+                let o = g.out_rows[m0 + i] + j0;
+                let dst = &mut out[o..o + jn];
+                let acc = &tile[i * nr..i * nr + jn];
+                match (g.residual, g.relu) {
+                    (false, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = a + b),
+                    (false, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (a + b).max(0.0)),
+                    (true, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d += a + b),
+                    (true, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (*d + a + b).max(0.0)),
+                }
+            }
+            m0 += mr;
+        }
+    }
+}
+
+macro_rules! by_mr {
+    ($k:ident, $nv:literal, $mr:expr, $($arg:expr),*) => {
+        match $mr {
+            1 => $k::<1, $nv>($($arg),*),
+            2 => $k::<2, $nv>($($arg),*),
+            3 => $k::<3, $nv>($($arg),*),
+            4 => $k::<4, $nv>($($arg),*),
+            5 => $k::<5, $nv>($($arg),*),
+            6 => $k::<6, $nv>($($arg),*),
+            7 => $k::<7, $nv>($($arg),*),
+            8 => $k::<8, $nv>($($arg),*),
+            9 => $k::<9, $nv>($($arg),*),
+            10 => $k::<10, $nv>($($arg),*),
+            11 => $k::<11, $nv>($($arg),*),
+            12 => $k::<12, $nv>($($arg),*),
+            _ => unreachable!("tile rows"),
+        }
+    };
+}
+
+macro_rules! by_shape {
+    ($k:ident, $mr:expr, $nv:expr, $($arg:expr),*) => {
+        match $nv {
+            1 => by_mr!($k, 1, $mr, $($arg),*),
+            2 => by_mr!($k, 2, $mr, $($arg),*),
+            3 => by_mr!($k, 3, $mr, $($arg),*),
+            4 => by_mr!($k, 4, $mr, $($arg),*),
+            _ => unreachable!("tile columns"),
+        }
+    };
+}
+
+/// Computes one `mr x (nv * lanes)` tile into `out` (row-major, `nv * lanes` per row).
+///
+/// # Safety
+/// `a` points to `mr` row pointers; for every row `r` and tap `t`, `r + t .. r + t + seg`
+/// is readable; `b` holds `taps.len() * seg * nv * lanes` floats; `out` has room for the
+/// tile; `isa` is supported by the CPU.
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel(isa: Isa, mr: usize, nv: usize, a: *const *const f32, taps: &[isize], seg: usize, b: *const f32, out: *mut f32) {
+    unsafe {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                use x86::k512;
+                by_shape!(k512, mr, nv, a, taps, seg, b, out)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                use x86::k256;
+                by_shape!(k256, mr, nv, a, taps, seg, b, out)
+            }
+            _ => by_shape!(kport, mr, nv, a, taps, seg, b, out),
+        }
+    }
+}
+
+/// The portable kernel (8 lanes per "vector").
+unsafe fn kport<const MR: usize, const NV: usize>(a: *const *const f32, taps: &[isize], seg: usize, b: *const f32, out: *mut f32) {
+    unsafe {
+        let mut acc = [[[0.0f32; 8]; NV]; MR];
+        let mut bp = b;
+        for &t in taps {
+            let mut rows = [std::ptr::null::<f32>(); MR];
+            for (m, r) in rows.iter_mut().enumerate() {
+                *r = (*a.add(m)).offset(t);
+            }
+            for c in 0..seg {
+                let bv: &[[f32; 8]; NV] = &*(bp as *const [[f32; 8]; NV]);
+                for m in 0..MR {
+                    let x = *rows[m].add(c);
+                    for j in 0..NV {
+                        for l in 0..8 {
+                            acc[m][j][l] += x * bv[j][l];
+                        }
+                    }
+                }
+                bp = bp.add(8 * NV);
+            }
+        }
+        for m in 0..MR {
+            for j in 0..NV {
+                std::ptr::copy_nonoverlapping(acc[m][j].as_ptr(), out.add((m * NV + j) * 8), 8);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// AVX-512 kernel: `MR x NV` accumulators of 16 floats.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn k512<const MR: usize, const NV: usize>(
+        a: *const *const f32,
+        taps: &[isize],
+        seg: usize,
+        b: *const f32,
+        out: *mut f32,
+    ) {
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+            let mut bp = b;
+            for &t in taps {
+                let mut rows = [std::ptr::null::<f32>(); MR];
+                for (m, r) in rows.iter_mut().enumerate() {
+                    *r = (*a.add(m)).offset(t);
+                }
+                for c in 0..seg {
+                    let mut bv = [_mm512_setzero_ps(); NV];
+                    for (j, v) in bv.iter_mut().enumerate() {
+                        *v = _mm512_loadu_ps(bp.add(16 * j));
+                    }
+                    for m in 0..MR {
+                        let x = _mm512_set1_ps(*rows[m].add(c));
+                        for j in 0..NV {
+                            acc[m][j] = _mm512_fmadd_ps(x, bv[j], acc[m][j]);
+                        }
+                    }
+                    bp = bp.add(16 * NV);
+                }
+            }
+            for m in 0..MR {
+                for j in 0..NV {
+                    _mm512_storeu_ps(out.add((m * NV + j) * 16), acc[m][j]);
+                }
+            }
+        }
+    }
+
+    /// AVX2+FMA kernel: `MR x NV` accumulators of 8 floats.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn k256<const MR: usize, const NV: usize>(
+        a: *const *const f32,
+        taps: &[isize],
+        seg: usize,
+        b: *const f32,
+        out: *mut f32,
+    ) {
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); NV]; MR];
+            let mut bp = b;
+            for &t in taps {
+                let mut rows = [std::ptr::null::<f32>(); MR];
+                for (m, r) in rows.iter_mut().enumerate() {
+                    *r = (*a.add(m)).offset(t);
+                }
+                for c in 0..seg {
+                    let mut bv = [_mm256_setzero_ps(); NV];
+                    for (j, v) in bv.iter_mut().enumerate() {
+                        *v = _mm256_loadu_ps(bp.add(8 * j));
+                    }
+                    for m in 0..MR {
+                        let x = _mm256_set1_ps(*rows[m].add(c));
+                        for j in 0..NV {
+                            acc[m][j] = _mm256_fmadd_ps(x, bv[j], acc[m][j]);
+                        }
+                    }
+                    bp = bp.add(8 * NV);
+                }
+            }
+            for m in 0..MR {
+                for j in 0..NV {
+                    _mm256_storeu_ps(out.add((m * NV + j) * 8), acc[m][j]);
+                }
+            }
+        }
+    }
+}
+
+/// Per-chunk buffers, laid out per position so a larger batch only extends them.
+#[derive(Default)]
+struct Scratch {
+    /// Positions the buffers hold room for.
+    capacity: usize,
+    /// One position's planes, channel-major (as [`encode`] writes them).
+    planes: Vec<f32>,
+    /// Input, `[position][padded pixel][PLANES]`.
+    x: Vec<f32>,
+    /// Trunk activations, `[position][padded pixel][channels]`.
+    h: Vec<f32>,
+    /// The inner activation of a residual block.
+    y: Vec<f32>,
+    /// Head features, `[position][square][policy filters + 2]`.
+    head: Vec<f32>,
+    /// Policy features, `[position][square][policy filters]`.
+    pol: Vec<f32>,
+    /// Value features, `[position][square][2]`.
+    val: Vec<f32>,
+    /// Value hidden layer, `[position][hidden]`.
+    hid: Vec<f32>,
+    /// Row offsets (floats) of each (position, square) in `x`.
+    rows_x: Vec<usize>,
+    /// ... in `h` and `y`.
+    rows_c: Vec<usize>,
+    /// ... in `head`.
+    rows_head: Vec<usize>,
+    /// Row offsets of each position in `pol`, `val`, the logits, `hid`.
+    rows_pol: Vec<usize>,
+    rows_val: Vec<usize>,
+    rows_logits: Vec<usize>,
+    rows_hid: Vec<usize>,
+}
+
+/// The network in inference form for the fast path. Cheap to share (`&self` forward);
+/// build it again from the burn model when the weights change.
+pub struct FastNet {
+    isa: Isa,
+    config: NetConfig,
+    policy_size: usize,
+    stem: Packed,
+    blocks: Vec<(Packed, Packed)>,
+    /// Policy and value 1x1 convolutions as one layer (policy filters first).
+    head: Packed,
+    policy_fc: Packed,
+    value_fc1: Packed,
+    value_fc2: Vec<f32>,
+    value_b2: f32,
+    /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
+    taps3: [isize; 9],
+    scratch: Vec<Mutex<Scratch>>,
+    /// Fewest positions per parallel chunk.
+    min_chunk: usize,
+}
+
+impl FastNet {
+    /// The fast network for `model` on boards of `size`, with the best kernels for this CPU.
+    pub fn from_model(model: &TakNet, size: usize) -> FastNet {
+        FastNet::from_folded(&FoldedNet::from_model(model, size), Isa::detect())
+    }
+
+    /// The fast network from folded weights, with the kernels of `isa` (which must be in
+    /// [`Isa::available`]; otherwise the portable kernels are used).
+    pub fn from_folded(net: &FoldedNet, isa: Isa) -> FastNet {
+        let isa = if Isa::available().contains(&isa) { isa } else { Isa::Portable };
+        let n = net.size();
+        let area = n * n;
+        let c = net.config.channels;
+        let pf = net.policy_conv.cout;
+        let heads = pf + net.value_conv.cout;
+        let head_bias: Vec<f32> = net.policy_conv.bias.iter().chain(&net.value_conv.bias).copied().collect();
+        let head = Packed::new(
+            isa,
+            c,
+            heads,
+            |ci, j| if j < pf { net.policy_conv.weight[j * c + ci] } else { net.value_conv.weight[(j - pf) * c + ci] },
+            &head_bias,
+        );
+        let side = (n + 2) as isize;
+        let mut taps3 = [0isize; 9];
+        for (t, tap) in taps3.iter_mut().enumerate() {
+            *tap = (t as isize / 3 - 1) * side + (t as isize % 3 - 1);
+        }
+        let threads = rayon::current_num_threads().max(1);
+        FastNet {
+            isa,
+            config: net.config.clone(),
+            policy_size: policy_size(n),
+            stem: Packed::conv3(isa, &net.stem),
+            blocks: net.blocks.iter().map(|(a, b)| (Packed::conv3(isa, a), Packed::conv3(isa, b))).collect(),
+            head,
+            policy_fc: Packed::dense_from_nchw(isa, &net.policy_fc, area, pf),
+            value_fc1: Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout),
+            value_fc2: net.value_fc2.weight.clone(),
+            value_b2: net.value_fc2.bias[0],
+            taps3,
+            scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
+            min_chunk: 2,
+        }
+    }
+
+    /// The instruction set of the kernels in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Board size.
+    pub fn size(&self) -> usize {
+        self.config.size
+    }
+
+    /// Policy logits (`policy_size(N)` per position) and values of `positions`, like
+    /// [`crate::inference::forward_raw`]. Positions must be of the network's size.
+    pub fn forward(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
+        let mut logits = Vec::new();
+        let mut values = Vec::new();
+        self.forward_into(positions, &mut logits, &mut values);
+        (logits, values)
+    }
+
+    /// [`FastNet::forward`] into reused vectors.
+    pub fn forward_into(&self, positions: &[&Position], logits: &mut Vec<f32>, values: &mut Vec<f32>) {
+        let b = positions.len();
+        let p = self.policy_size;
+        for pos in positions {
+            assert_eq!(pos.size(), self.size(), "a {0}x{0} position for a {1}x{1} network", pos.size(), self.size());
+        }
+        logits.resize(b * p, 0.0);
+        values.resize(b, 0.0);
+        let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
+        if chunks == 1 {
+            let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
+            self.forward_chunk(positions, logits, values, &mut s);
+            return;
+        }
+        let per = b.div_ceil(chunks);
+        positions
+            .par_chunks(per)
+            .zip(logits.par_chunks_mut(per * p))
+            .zip(values.par_chunks_mut(per))
+            .enumerate()
+            .for_each(|(i, ((ps, l), v))| {
+                let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
+                self.forward_chunk(ps, l, v, &mut s);
+            });
+    }
+
+    fn reserve(&self, s: &mut Scratch, b: usize) {
+        if b <= s.capacity {
+            return;
+        }
+        let n = self.size();
+        let (area, padded) = (n * n, (n + 2) * (n + 2));
+        let c = self.config.channels;
+        let pf = self.config.policy_filters;
+        let heads = self.head.n;
+        let vf = heads - pf;
+        let hidden = self.value_fc1.n;
+        s.planes.resize(input_len(n), 0.0);
+        s.x.resize(b * padded * PLANES, 0.0);
+        s.h.resize(b * padded * c, 0.0);
+        s.y.resize(b * padded * c, 0.0);
+        s.head.resize(b * area * heads, 0.0);
+        s.pol.resize(b * area * pf, 0.0);
+        s.val.resize(b * area * vf, 0.0);
+        s.hid.resize(b * hidden, 0.0);
+        let pix = |m: usize| {
+            let (i, sq) = (m / area, m % area);
+            i * padded + (sq / n + 1) * (n + 2) + sq % n + 1
+        };
+        s.rows_x = (0..b * area).map(|m| pix(m) * PLANES).collect();
+        s.rows_c = (0..b * area).map(|m| pix(m) * c).collect();
+        s.rows_head = (0..b * area).map(|m| m * heads).collect();
+        s.rows_pol = (0..b).map(|i| i * area * pf).collect();
+        s.rows_val = (0..b).map(|i| i * area * vf).collect();
+        s.rows_logits = (0..b).map(|i| i * self.policy_size).collect();
+        s.rows_hid = (0..b).map(|i| i * hidden).collect();
+        s.capacity = b;
+    }
+
+    fn forward_chunk(&self, positions: &[&Position], logits: &mut [f32], values: &mut [f32], s: &mut Scratch) {
+        let b = positions.len();
+        self.reserve(s, b);
+        let n = self.size();
+        let area = n * n;
+        let m = b * area;
+        let c = self.config.channels;
+        let isa = self.isa;
+        // Input planes, channels-last on the padded board.
+        for (i, pos) in positions.iter().enumerate() {
+            encode(pos, &mut s.planes);
+            for sq in 0..area {
+                let o = s.rows_x[i * area + sq];
+                let px = &mut s.x[o..o + PLANES];
+                for (plane, v) in px.iter_mut().enumerate() {
+                    *v = s.planes[plane * area + sq];
+                }
+            }
+        }
+        let taps_x = self.taps3.map(|t| t * PLANES as isize);
+        let taps_c = self.taps3.map(|t| t * c as isize);
+        let rows_c = &s.rows_c[..m];
+        gemm(
+            isa,
+            &self.stem,
+            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: PLANES, out_rows: rows_c, residual: false, relu: true },
+            &mut s.h,
+        );
+        for (conv1, conv2) in &self.blocks {
+            gemm(
+                isa,
+                conv1,
+                &Gemm { a: &s.h, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: false, relu: true },
+                &mut s.y,
+            );
+            gemm(
+                isa,
+                conv2,
+                &Gemm { a: &s.y, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: true, relu: true },
+                &mut s.h,
+            );
+        }
+        gemm(
+            isa,
+            &self.head,
+            &Gemm { a: &s.h, a_rows: rows_c, taps: &[0], seg: c, out_rows: &s.rows_head[..m], residual: false, relu: true },
+            &mut s.head,
+        );
+        let heads = self.head.n;
+        let pf = self.config.policy_filters;
+        let vf = heads - pf;
+        for r in 0..m {
+            let h = &s.head[r * heads..(r + 1) * heads];
+            s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
+            s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
+        }
+        gemm(
+            isa,
+            &self.policy_fc,
+            &Gemm {
+                a: &s.pol,
+                a_rows: &s.rows_pol[..b],
+                taps: &[0],
+                seg: area * pf,
+                out_rows: &s.rows_logits[..b],
+                residual: false,
+                relu: false,
+            },
+            logits,
+        );
+        gemm(
+            isa,
+            &self.value_fc1,
+            &Gemm {
+                a: &s.val,
+                a_rows: &s.rows_val[..b],
+                taps: &[0],
+                seg: area * vf,
+                out_rows: &s.rows_hid[..b],
+                residual: false,
+                relu: true,
+            },
+            &mut s.hid,
+        );
+        let hidden = self.value_fc1.n;
+        for (i, v) in values.iter_mut().enumerate() {
+            let h = &s.hid[i * hidden..(i + 1) * hidden];
+            let z: f32 = h.iter().zip(&self.value_fc2).map(|(a, w)| a * w).sum::<f32>() + self.value_b2;
+            *v = z.tanh();
+        }
+    }
+}

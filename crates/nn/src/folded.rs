@@ -1,0 +1,132 @@
+//! The network's weights with every BatchNorm folded into the convolution before it.
+//!
+//! In inference a BatchNorm is an affine map per channel, `y = (x - mean) / sqrt(var + eps)
+//! * gamma + beta`, so `conv` followed by it equals one convolution with weights scaled by
+//! `s = gamma / sqrt(var + eps)` per output channel and bias `beta - mean * s`. Both the
+//! fast inference path ([`crate::fast`]) and the ONNX export ([`crate::onnx`]) start from
+//! this form.
+
+use burn::prelude::*;
+
+use crate::encoding::PLANES;
+use crate::model::{NetConfig, TakNet};
+use crate::policy::policy_size;
+
+/// A convolution with its bias: weights `[out][in][k][k]` (burn's and ONNX's order).
+#[derive(Clone, Debug)]
+pub struct FoldedConv {
+    /// Input channels.
+    pub cin: usize,
+    /// Output channels.
+    pub cout: usize,
+    /// Kernel side (3 or 1).
+    pub k: usize,
+    /// `cout * cin * k * k` weights.
+    pub weight: Vec<f32>,
+    /// `cout` biases.
+    pub bias: Vec<f32>,
+}
+
+/// A fully connected layer: `y = x W + b` with `W` stored `[in][out]` (burn's order).
+#[derive(Clone, Debug)]
+pub struct FoldedLinear {
+    /// Inputs.
+    pub din: usize,
+    /// Outputs.
+    pub dout: usize,
+    /// `din * dout` weights, row `i` holds the weights from input `i`.
+    pub weight: Vec<f32>,
+    /// `dout` biases.
+    pub bias: Vec<f32>,
+}
+
+/// [`TakNet`] in inference form. Layer semantics (all convolutions "same" padded):
+/// `h = relu(stem(x))`; per block `h = relu(conv2(relu(conv1(h))) + h)`;
+/// policy `policy_fc(flatten(relu(policy_conv(h))))`; value
+/// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))`, where `flatten`
+/// is channel-major (`c * N² + square`).
+#[derive(Clone, Debug)]
+pub struct FoldedNet {
+    /// Architecture with the size set.
+    pub config: NetConfig,
+    /// 3x3, `PLANES` to `channels`.
+    pub stem: FoldedConv,
+    /// Residual blocks: (conv1, conv2), 3x3.
+    pub blocks: Vec<(FoldedConv, FoldedConv)>,
+    /// 1x1, `channels` to `policy_filters`.
+    pub policy_conv: FoldedConv,
+    /// `policy_filters * N²` to `policy_size(N)`.
+    pub policy_fc: FoldedLinear,
+    /// 1x1, `channels` to 2.
+    pub value_conv: FoldedConv,
+    /// `2 * N²` to `value_hidden`.
+    pub value_fc1: FoldedLinear,
+    /// `value_hidden` to 1.
+    pub value_fc2: FoldedLinear,
+}
+
+fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 tensor data")
+}
+
+fn fold_conv(conv: &burn::nn::conv::Conv2d, bn: &burn::nn::BatchNorm) -> FoldedConv {
+    let w = conv.weight.val();
+    let [cout, cin, k, _] = w.dims();
+    let mut weight = floats(w);
+    let gamma = floats(bn.gamma.val());
+    let beta = floats(bn.beta.val());
+    let mean = floats(bn.running_mean.value());
+    let var = floats(bn.running_var.value());
+    let conv_bias = conv.bias.as_ref().map(|b| floats(b.val()));
+    let per_out = cin * k * k;
+    let mut bias = vec![0.0; cout];
+    for o in 0..cout {
+        // In f64 so folding adds no rounding beyond the final f32 store.
+        let s = gamma[o] as f64 / (var[o] as f64 + bn.epsilon).sqrt();
+        for w in &mut weight[o * per_out..(o + 1) * per_out] {
+            *w = (*w as f64 * s) as f32;
+        }
+        let b0 = conv_bias.as_ref().map_or(0.0, |b| b[o] as f64);
+        bias[o] = ((b0 - mean[o] as f64) * s + beta[o] as f64) as f32;
+    }
+    FoldedConv { cin, cout, k, weight, bias }
+}
+
+fn linear(l: &burn::nn::Linear) -> FoldedLinear {
+    let w = l.weight.val();
+    let [din, dout] = w.dims();
+    let bias = l.bias.as_ref().map(|b| floats(b.val())).unwrap_or_else(|| vec![0.0; dout]);
+    FoldedLinear { din, dout, weight: floats(w), bias }
+}
+
+impl FoldedNet {
+    /// Folds the BatchNorms of `model`, a network for boards of `size` (the rest of the
+    /// architecture is read from the weights' shapes).
+    pub fn from_model(model: &TakNet, size: usize) -> FoldedNet {
+        let mut net = FoldedNet {
+            config: NetConfig::default(),
+            stem: fold_conv(&model.stem, &model.stem_bn),
+            blocks: model.blocks.iter().map(|b| (fold_conv(&b.conv1, &b.bn1), fold_conv(&b.conv2, &b.bn2))).collect(),
+            policy_conv: fold_conv(&model.policy_conv, &model.policy_bn),
+            policy_fc: linear(&model.policy_fc),
+            value_conv: fold_conv(&model.value_conv, &model.value_bn),
+            value_fc1: linear(&model.value_fc1),
+            value_fc2: linear(&model.value_fc2),
+        };
+        net.config = NetConfig {
+            size,
+            blocks: net.blocks.len(),
+            channels: net.stem.cout,
+            value_hidden: net.value_fc1.dout,
+            policy_filters: net.policy_conv.cout,
+        };
+        debug_assert_eq!(net.stem.cin, PLANES);
+        debug_assert_eq!(net.policy_fc.dout, policy_size(size));
+        net
+    }
+
+    /// Board size.
+    pub fn size(&self) -> usize {
+        self.config.size
+    }
+}

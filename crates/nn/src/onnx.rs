@@ -1,0 +1,242 @@
+//! ONNX export: the network as a standard ONNX model (opset 17) for other runtimes.
+//!
+//! The graph is built from the [`FoldedNet`] (BatchNorm folded into the convolutions)
+//! with the ONNX protobuf types of the `onnx-protobuf` crate:
+//!
+//! - input `planes`: `[batch, PLANES, N, N]` float32 (the [`crate::encoding`] planes,
+//!   channel-major, square `(row, col)` at `[.., row, col]`), batch dynamic;
+//! - outputs `policy_logits`: `[batch, policy_size(N)]` (indices of [`crate::policy`];
+//!   apply a softmax over the legal moves), and `value`: `[batch, 1]` in [-1, 1] for the
+//!   side to move;
+//! - metadata properties: `size`, `half_komi`, `komi`, `input_version`, `planes`,
+//!   `policy_size`, `net` (the [`crate::NetConfig`] as JSON), `blocks`, `channels`,
+//!   `step`, `generation`, `producer`.
+
+use anyhow::{Context, Result, bail};
+use onnx_protobuf::attribute_proto::AttributeType;
+use onnx_protobuf::tensor_proto::DataType;
+use onnx_protobuf::tensor_shape_proto::{Dimension, dimension};
+use onnx_protobuf::{
+    AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto, type_proto,
+};
+use protobuf::{EnumOrUnknown, MessageField};
+use std::path::Path;
+
+use crate::checkpoint::ModelMeta;
+use crate::encoding::{INPUT_VERSION, PLANES};
+use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
+use crate::fsutil::atomic_write;
+use crate::model::TakNet;
+use crate::policy::policy_size;
+
+/// The opset the graph is written for.
+pub const OPSET: i64 = 17;
+/// ONNX IR version of opset 17.
+const IR_VERSION: i64 = 8;
+/// Name of the input.
+pub const INPUT: &str = "planes";
+/// Name of the policy output.
+pub const POLICY_OUTPUT: &str = "policy_logits";
+/// Name of the value output.
+pub const VALUE_OUTPUT: &str = "value";
+
+fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto { name: name.into(), type_: EnumOrUnknown::new(AttributeType::INTS), ints: v.to_vec(), ..Default::default() }
+}
+
+fn attr_int(name: &str, v: i64) -> AttributeProto {
+    AttributeProto { name: name.into(), type_: EnumOrUnknown::new(AttributeType::INT), i: v, ..Default::default() }
+}
+
+fn tensor(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
+    debug_assert_eq!(dims.iter().product::<usize>(), data.len());
+    TensorProto {
+        name: name.into(),
+        dims: dims.iter().map(|&d| d as i64).collect(),
+        data_type: DataType::FLOAT as i32,
+        float_data: data.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn value_info(name: &str, dims: &[Option<usize>]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            value: Some(match d {
+                Some(n) => dimension::Value::DimValue(*n as i64),
+                None => dimension::Value::DimParam("batch".into()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let tensor_type = type_proto::Tensor {
+        elem_type: DataType::FLOAT as i32,
+        shape: MessageField::some(TensorShapeProto { dim, ..Default::default() }),
+        ..Default::default()
+    };
+    ValueInfoProto {
+        name: name.into(),
+        type_: MessageField::some(TypeProto { value: Some(type_proto::Value::TensorType(tensor_type)), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// Builds the graph node by node.
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<NodeProto>,
+    init: Vec<TensorProto>,
+}
+
+impl Builder {
+    fn node(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
+        let out = name.to_string();
+        self.nodes.push(NodeProto {
+            op_type: op.into(),
+            name: name.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![out.clone()],
+            attribute: attrs,
+            ..Default::default()
+        });
+        out
+    }
+
+    fn conv(&mut self, name: &str, x: &str, c: &FoldedConv) -> String {
+        let w = format!("{name}.weight");
+        let b = format!("{name}.bias");
+        self.init.push(tensor(&w, &[c.cout, c.cin, c.k, c.k], &c.weight));
+        self.init.push(tensor(&b, &[c.cout], &c.bias));
+        let pad = (c.k / 2) as i64;
+        let attrs = vec![
+            attr_ints("kernel_shape", &[c.k as i64, c.k as i64]),
+            attr_ints("pads", &[pad, pad, pad, pad]),
+            attr_ints("strides", &[1, 1]),
+        ];
+        self.node("Conv", name, &[x, &w, &b], attrs)
+    }
+
+    fn gemm(&mut self, name: &str, x: &str, l: &FoldedLinear, out: Option<&str>) -> String {
+        let w = format!("{name}.weight");
+        let b = format!("{name}.bias");
+        self.init.push(tensor(&w, &[l.din, l.dout], &l.weight));
+        self.init.push(tensor(&b, &[l.dout], &l.bias));
+        self.node("Gemm", out.unwrap_or(name), &[x, &w, &b], vec![])
+    }
+
+    fn relu(&mut self, name: &str, x: &str) -> String {
+        self.node("Relu", name, &[x], vec![])
+    }
+}
+
+/// The ONNX model of `net` with `meta`'s metadata, serialised.
+pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
+    let n = net.size();
+    if meta.size != n || meta.net != net.config {
+        bail!("metadata ({} {}) does not describe the network ({} {})", meta.size, meta.net.name(), n, net.config.name());
+    }
+    let mut g = Builder::default();
+    let stem = g.conv("stem", INPUT, &net.stem);
+    let mut h = g.relu("stem.relu", &stem);
+    for (i, (c1, c2)) in net.blocks.iter().enumerate() {
+        let y = g.conv(&format!("block{i}.conv1"), &h, c1);
+        let y = g.relu(&format!("block{i}.relu1"), &y);
+        let y = g.conv(&format!("block{i}.conv2"), &y, c2);
+        let y = g.node("Add", &format!("block{i}.add"), &[&y, &h], vec![]);
+        h = g.relu(&format!("block{i}.relu2"), &y);
+    }
+    let p = g.conv("policy.conv", &h, &net.policy_conv);
+    let p = g.relu("policy.relu", &p);
+    let p = g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]);
+    g.gemm("policy.fc", &p, &net.policy_fc, Some(POLICY_OUTPUT));
+    let v = g.conv("value.conv", &h, &net.value_conv);
+    let v = g.relu("value.relu", &v);
+    let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
+    let v = g.gemm("value.fc1", &v, &net.value_fc1, None);
+    let v = g.relu("value.relu1", &v);
+    let v = g.gemm("value.fc2", &v, &net.value_fc2, None);
+    g.node("Tanh", VALUE_OUTPUT, &[&v], vec![]);
+
+    let graph = GraphProto {
+        name: format!("bredon_{n}x{n}_{}", net.config.name()),
+        node: g.nodes,
+        initializer: g.init,
+        input: vec![value_info(INPUT, &[None, Some(PLANES), Some(n), Some(n)])],
+        output: vec![
+            value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]),
+            value_info(VALUE_OUTPUT, &[None, Some(1)]),
+        ],
+        ..Default::default()
+    };
+    let props = [
+        ("producer", "bredon".to_string()),
+        ("size", n.to_string()),
+        ("half_komi", meta.half_komi.to_string()),
+        ("komi", format!("{}", meta.half_komi as f64 / 2.0)),
+        ("input_version", meta.input_version.to_string()),
+        ("planes", PLANES.to_string()),
+        ("policy_size", policy_size(n).to_string()),
+        ("net", serde_json::to_string(&meta.net)?),
+        ("blocks", meta.net.blocks.to_string()),
+        ("channels", meta.net.channels.to_string()),
+        ("step", meta.step.to_string()),
+        ("generation", meta.generation.to_string()),
+    ];
+    let model = ModelProto {
+        ir_version: IR_VERSION,
+        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET, ..Default::default() }],
+        producer_name: "bredon".into(),
+        producer_version: env!("CARGO_PKG_VERSION").into(),
+        doc_string: format!(
+            "Bredon Tak network {n}x{n} {}: input planes [batch, {PLANES}, {n}, {n}] (input version {INPUT_VERSION}), \
+             outputs policy_logits [batch, {}] and value [batch, 1] for the side to move",
+            net.config.name(),
+            policy_size(n)
+        ),
+        graph: MessageField::some(graph),
+        metadata_props: props
+            .into_iter()
+            .map(|(k, v)| StringStringEntryProto { key: k.into(), value: v, ..Default::default() })
+            .collect(),
+        ..Default::default()
+    };
+    model.write_to_bytes().context("serialising the ONNX model")
+}
+
+/// Writes `model` as an ONNX file at `path` (atomically).
+pub fn export_onnx(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
+    let bytes = onnx_bytes(&FoldedNet::from_model(model, meta.size), meta)?;
+    atomic_write(path, &bytes)
+}
+
+/// What an ONNX file written by [`export_onnx`] says about itself: its metadata
+/// properties, input and output names, and node count. Fails on files that do not parse.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnnxSummary {
+    /// Opset of the default domain.
+    pub opset: i64,
+    /// Input names.
+    pub inputs: Vec<String>,
+    /// Output names.
+    pub outputs: Vec<String>,
+    /// Graph nodes.
+    pub nodes: usize,
+    /// Metadata properties, in file order.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Reads back an ONNX file's [`OnnxSummary`].
+pub fn read_onnx_summary(path: &Path) -> Result<OnnxSummary> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let model = ModelProto::parse_from_bytes(&bytes).with_context(|| format!("{} is not an ONNX model", path.display()))?;
+    let graph = model.graph.as_ref().with_context(|| format!("{} has no graph", path.display()))?;
+    Ok(OnnxSummary {
+        opset: model.opset_import.iter().find(|o| o.domain.is_empty()).map_or(0, |o| o.version),
+        inputs: graph.input.iter().map(|i| i.name.clone()).collect(),
+        outputs: graph.output.iter().map(|o| o.name.clone()).collect(),
+        nodes: graph.node.len(),
+        metadata: model.metadata_props.iter().map(|p| (p.key.clone(), p.value.clone())).collect(),
+    })
+}

@@ -1,0 +1,147 @@
+//! The fast inference path agrees with burn's forward pass.
+
+use bredon_mcts::Evaluator;
+use bredon_nn::fast::{FastNet, Isa};
+use bredon_nn::folded::FoldedNet;
+use bredon_nn::inference::{InferenceKind, forward_raw};
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{NetConfig, NetEvaluator, TakNet, TrainExample, Trainer, load_exported};
+use bredon_rules::Position;
+use bredon_rules::notation::Ptn;
+use rand::{Rng, SeedableRng};
+
+/// Every position of the reference games in `shared/data/games` (all 5x5).
+fn real_positions() -> Vec<Position> {
+    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let ptn = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let replay = ptn.replay().unwrap();
+        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
+    }
+    assert!(out.len() >= 64, "only {} positions", out.len());
+    out
+}
+
+fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let mut pos = Position::new(size).unwrap();
+        for _ in 0..rng.random_range(0..3 * size * size) {
+            let moves = pos.legal_moves();
+            if pos.result().is_some() || moves.is_empty() {
+                break;
+            }
+            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
+        }
+        if pos.result().is_none() {
+            out.push(pos);
+        }
+    }
+    out
+}
+
+/// A network whose BatchNorm statistics are no longer the identity: a few training steps.
+fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
+    let mut trainer = Trainer::new(cfg, OptimizerSettings::default(), seed).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for step in 0..3 {
+        let batch: Vec<TrainExample> = positions
+            .iter()
+            .skip(step * 32)
+            .take(32)
+            .map(|p| {
+                let moves = p.legal_moves();
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone() }
+            })
+            .collect();
+        trainer.step(&batch, 0.01).unwrap();
+    }
+    trainer.model()
+}
+
+/// Largest absolute difference of logits and of values between burn and the fast path,
+/// over batches of several sizes, for every instruction set of this CPU.
+fn assert_agree(model: &TakNet, positions: &[Position], size: usize, tol: f32) {
+    let refs: Vec<&Position> = positions.iter().collect();
+    let folded = FoldedNet::from_model(model, size);
+    for isa in Isa::available() {
+        let fast = FastNet::from_folded(&folded, isa);
+        assert_eq!(fast.isa(), isa);
+        for batch in [1, 3, 16, 64, refs.len()] {
+            for chunk in refs.chunks(batch).take(4) {
+                let (bl, bv) = forward_raw(model, chunk, size);
+                let (fl, fv) = fast.forward(chunk);
+                assert_eq!((bl.len(), bv.len()), (fl.len(), fv.len()));
+                // Absolute difference, relative for logits above 1 in size (float rounding
+                // of sums of hundreds of products in a different order).
+                let dl = bl.iter().zip(&fl).map(|(a, b)| (a - b).abs() / a.abs().max(1.0)).fold(0.0f32, f32::max);
+                let dv = bv.iter().zip(&fv).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                assert!(dl <= tol && dv <= tol, "{isa:?} batch {batch}: logits differ by {dl}, values by {dv}");
+                // The outputs are not trivially equal (e.g. all zero).
+                assert!(bl.iter().any(|&x| x.abs() > 1e-3));
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_path_matches_burn_on_real_positions() {
+    let positions = real_positions();
+    let cfg = NetConfig::default_for_size(5);
+    let model = trained(&cfg, &positions, 1);
+    assert_agree(&model, &positions[..positions.len().min(300)], 5, 1e-4);
+}
+
+#[test]
+fn fast_path_matches_burn_on_the_shipped_model() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/4x4.bredon");
+    let (model, meta) = load_exported(&path).unwrap();
+    assert_agree(&model, &random_positions(meta.size, 200, 3), meta.size, 1e-4);
+}
+
+#[test]
+fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
+    // Channel counts that are not multiples of the vector width, tiny heads, all sizes.
+    for (size, channels, filters) in [(3, 8, 2), (4, 20, 3), (6, 40, 5), (7, 33, 8), (8, 16, 1)] {
+        let cfg = NetConfig { size, blocks: 2, channels, value_hidden: 9, policy_filters: filters };
+        let positions = random_positions(size, 96, size as u64);
+        let model = trained(&cfg, &positions, 2);
+        assert_agree(&model, &positions, size, 1e-4);
+    }
+}
+
+#[test]
+fn both_inference_paths_give_the_same_evaluations() {
+    let positions = real_positions();
+    let cfg = NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4 };
+    let model = trained(&cfg, &positions, 5);
+    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Fast);
+    let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);
+    assert_eq!((fast.kind(), burn.kind()), (InferenceKind::Fast, InferenceKind::Burn));
+    let ps = &positions[..40];
+    let legal: Vec<Vec<_>> = ps.iter().map(|p| p.legal_moves()).collect();
+    let refs: Vec<&Position> = ps.iter().collect();
+    let lrefs: Vec<&[_]> = legal.iter().map(|l| l.as_slice()).collect();
+    let (a, b) = (fast.evaluate_batch(&refs, &lrefs), burn.evaluate_batch(&refs, &lrefs));
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x.value - y.value).abs() <= 1e-4);
+        for (p, q) in x.policy.iter().zip(&y.policy) {
+            assert!((p - q).abs() <= 1e-4);
+        }
+    }
+    // New weights replace the old ones on the same path.
+    let other = trained(&cfg, &positions[40..], 6);
+    fast.set_model(other.clone());
+    let c = fast.evaluate_batch(&refs, &lrefs);
+    let d = NetEvaluator::with_kind(other, 5, InferenceKind::Burn).evaluate_batch(&refs, &lrefs);
+    assert!((c[0].value - d[0].value).abs() <= 1e-4);
+    assert!(c.iter().zip(&a).any(|(x, y)| (x.value - y.value).abs() > 1e-3), "weights were not replaced");
+}

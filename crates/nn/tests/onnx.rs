@@ -1,0 +1,138 @@
+//! ONNX export: the file runs in Python onnxruntime and matches burn's outputs.
+
+use bredon_nn::checkpoint::ModelMeta;
+use bredon_nn::encoding::{encode, input_len};
+use bredon_nn::folded::FoldedNet;
+use bredon_nn::inference::forward_raw;
+use bredon_nn::onnx::{export_onnx, onnx_bytes, read_onnx_summary};
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{NetConfig, TrainExample, Trainer, load_exported};
+use bredon_rules::Position;
+use bredon_rules::notation::Ptn;
+use rand::{Rng, SeedableRng};
+use std::process::Command;
+
+fn real_positions() -> Vec<Position> {
+    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let replay = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap().replay().unwrap();
+        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
+    }
+    out
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn have_onnxruntime() -> bool {
+    Command::new("python3").args(["-c", "import onnxruntime, numpy"]).output().is_ok_and(|o| o.status.success())
+}
+
+const CHECK: &str = r#"
+import sys, json, numpy as np, onnxruntime as ort
+model, planes, logits, values, n, size = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+x = np.fromfile(planes, dtype='<f4').reshape(n, 27, size, size)
+want_l = np.fromfile(logits, dtype='<f4').reshape(n, -1)
+want_v = np.fromfile(values, dtype='<f4').reshape(n, 1)
+opts = ort.SessionOptions()
+opts.intra_op_num_threads = 1
+s = ort.InferenceSession(model, opts, providers=['CPUExecutionProvider'])
+assert [i.name for i in s.get_inputs()] == ['planes'], s.get_inputs()
+assert [o.name for o in s.get_outputs()] == ['policy_logits', 'value'], s.get_outputs()
+l, v = s.run(None, {'planes': x})
+l1, v1 = s.run(None, {'planes': x[:1]})
+meta = s.get_modelmeta().custom_metadata_map
+print(json.dumps({
+    'logits': float(np.abs(l - want_l).max()), 'values': float(np.abs(v - want_v).max()),
+    'single': float(max(np.abs(l1 - want_l[:1]).max(), np.abs(v1 - want_v[:1]).max())),
+    'shape': [list(l.shape), list(v.shape)], 'meta': meta}))
+"#;
+
+#[test]
+fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
+    let positions = real_positions();
+    let size = 5;
+    let cfg = NetConfig::default_for_size(size);
+    // A few training steps so the BatchNorm statistics (folded into the export) matter.
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    for chunk in positions.chunks(32).take(3) {
+        let batch: Vec<TrainExample> = chunk
+            .iter()
+            .map(|p| {
+                let moves = p.legal_moves();
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone() }
+            })
+            .collect();
+        trainer.step(&batch, 0.01).unwrap();
+    }
+    let model = trainer.model();
+    let meta = ModelMeta::new(&cfg, 3, 3, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("net.onnx");
+    export_onnx(&model, &meta, &file).unwrap();
+
+    let summary = read_onnx_summary(&file).unwrap();
+    assert_eq!(summary.opset, 17);
+    assert_eq!(summary.inputs, ["planes"]);
+    assert_eq!(summary.outputs, ["policy_logits", "value"]);
+    let get = |k: &str| summary.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    assert_eq!(get("size").as_deref(), Some("5"));
+    assert_eq!(get("half_komi").as_deref(), Some("3"));
+    assert_eq!(get("komi").as_deref(), Some("1.5"));
+    assert_eq!(get("input_version").as_deref(), Some("1"));
+    assert_eq!(serde_json::from_str::<NetConfig>(&get("net").unwrap()).unwrap(), cfg);
+
+    if !have_onnxruntime() {
+        eprintln!("SKIPPED: Python onnxruntime is not importable (python3 -m pip install onnxruntime)");
+        return;
+    }
+    let ps: Vec<&Position> = positions.iter().step_by(3).take(64).collect();
+    assert!(ps.len() >= 32);
+    let mut planes = vec![0.0f32; ps.len() * input_len(size)];
+    for (i, p) in ps.iter().enumerate() {
+        encode(p, &mut planes[i * input_len(size)..(i + 1) * input_len(size)]);
+    }
+    let (logits, values) = forward_raw(&model, &ps, size);
+    let write = |name: &str, v: &[f32]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, f32_bytes(v)).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let args = [
+        file.to_string_lossy().into_owned(),
+        write("planes.bin", &planes),
+        write("logits.bin", &logits),
+        write("values.bin", &values),
+        ps.len().to_string(),
+        size.to_string(),
+    ];
+    let out = Command::new("python3").arg("-c").arg(CHECK).args(&args).output().unwrap();
+    assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("onnxruntime vs burn: {report}");
+    for key in ["logits", "values", "single"] {
+        let d = report[key].as_f64().unwrap();
+        assert!(d <= 1e-4, "{key} differ by {d}");
+    }
+    assert_eq!(report["shape"], serde_json::json!([[ps.len(), 3175], [ps.len(), 1]]));
+    assert_eq!(report["meta"]["size"], "5");
+    assert_eq!(report["meta"]["input_version"], "1");
+}
+
+#[test]
+fn shipped_onnx_model_is_the_export_of_the_shipped_model() {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let (model, meta) = load_exported(&shipped.join("4x4.bredon")).unwrap();
+    let bytes = onnx_bytes(&FoldedNet::from_model(&model, meta.size), &meta).unwrap();
+    let file = std::fs::read(shipped.join("4x4.onnx")).expect("checkpoints/shipped/4x4.onnx");
+    assert!(bytes == file, "checkpoints/shipped/4x4.onnx is not `bredon export checkpoints/shipped/4x4.bredon --format onnx`");
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Bredon's forward pass against onnxruntime on the same network, side by side.
+
+For each network, runs `bredon bench nn` (fast and burn paths; it also exports the
+network it measures as ONNX), then times that ONNX file in onnxruntime (CPU provider) at
+the same batch sizes, and prints positions/s in one table.
+
+    scripts/bench-onnxruntime.py                       # shipped 4x4 model and a 6x6 b6c64 net
+    scripts/bench-onnxruntime.py --net model:checkpoints/4x4/exports/gen-0100.bredon
+    scripts/bench-onnxruntime.py --net 5:6:64 --batches 1,64 --seconds 5
+
+Needs `python3 -m pip install onnxruntime` and a release build (`cargo build --release`).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bredon_rates(bredon, net, batches, seconds, onnx_path):
+    """Runs `bredon bench nn` for one net; returns {batch: (fast, burn)} and the net name."""
+    cmd = [bredon, "bench", "nn", "--batches", ",".join(map(str, batches)), "--seconds", str(seconds), "--onnx", onnx_path]
+    if net.startswith("model:"):
+        cmd += ["--model", net[len("model:"):]]
+    else:
+        size, blocks, channels = net.split(":")
+        cmd += ["--sizes", size, "--blocks", blocks, "--channels", channels]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rates, name, isa = {}, None, "?"
+    for line in out.splitlines():
+        if line.startswith("size"):
+            isa = line.rsplit("kernels:", 1)[-1].strip(" )")
+            continue
+        parts = line.split()
+        if len(parts) >= 5 and parts[0][0].isdigit():
+            name = f"{parts[0]} {parts[1]}"
+            rates[int(parts[2])] = (float(parts[3]), float(parts[4]))
+    return name, isa, rates
+
+
+def ort_rate(session, size, batch, seconds):
+    import numpy as np
+    rng = np.random.default_rng(batch)
+    x = (rng.random((max(batch, 1024), 27, size, size)) < 0.2).astype(np.float32)
+    session.run(None, {"planes": x[:batch]})  # warm-up
+    done, i, start = 0, 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or done == 0:
+        lo = (i * batch) % (len(x) - batch + 1)
+        session.run(None, {"planes": x[lo:lo + batch]})
+        done += batch
+        i += 1
+    return done / (time.perf_counter() - start)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bredon", default=os.path.join(ROOT, "target", "release", "bredon"))
+    ap.add_argument("--net", action="append",
+                    help="model:FILE (a .bredon file or checkpoint directory) or SIZE:BLOCKS:CHANNELS (fresh net); repeatable")
+    ap.add_argument("--batches", default="1,16,64,256")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="onnxruntime intra-op threads")
+    args = ap.parse_args()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        sys.exit("needs onnxruntime: python3 -m pip install onnxruntime")
+    if not os.path.exists(args.bredon):
+        sys.exit(f"{args.bredon} not found: cargo build --release")
+    nets = args.net or [f"model:{os.path.join(ROOT, 'checkpoints', 'shipped', '4x4.bredon')}", "6:6:64"]
+    batches = [int(b) for b in args.batches.split(",")]
+    print(f"onnxruntime {ort.__version__}, {args.threads} threads; {args.seconds:g} s per measurement; positions/s")
+    print(f"{'net':<14} {'batch':>5} {'bredon fast':>12} {'bredon burn':>12} {'onnxruntime':>12} {'fast/ort':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, net in enumerate(nets):
+            onnx_path = os.path.join(tmp, f"net{k}.onnx")
+            name, isa, rates = bredon_rates(args.bredon, net, batches, args.seconds, onnx_path)
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = args.threads
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+            size = session.get_inputs()[0].shape[2]
+            for b in batches:
+                fast, burn = rates[b]
+                o = ort_rate(session, size, b, args.seconds)
+                print(f"{name:<14} {b:>5} {fast:>12.0f} {burn:>12.0f} {o:>12.0f} {fast / o:>8.2f}x", flush=True)
+    print(f"(bredon fast kernels: {isa})")
+
+
+if __name__ == "__main__":
+    main()
