@@ -161,7 +161,7 @@ impl ModuleVisitor for FiniteCheck {
             return;
         }
         let data = param.val().into_data();
-        let Ok(values) = data.to_vec::<f32>() else { return };
+        let Ok(values) = data.try_to_vec::<f32>() else { return };
         let bad = values.iter().filter(|x| !x.is_finite()).count();
         if bad > 0 {
             self.bad = Some((self.path.join("."), bad, values.len()));

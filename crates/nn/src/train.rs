@@ -42,8 +42,8 @@ pub struct Losses {
 pub enum StepOutcome {
     /// The weights were updated.
     Trained(Losses),
-    /// The loss or a gradient was NaN or infinite: nothing was changed (weights and
-    /// optimiser state are as before the step). The reason names what was non-finite.
+    /// The loss or a gradient was NaN or infinite: the parameters and the optimiser
+    /// state are as before the step. The reason names what was non-finite.
     Skipped(String),
 }
 
@@ -144,8 +144,9 @@ impl Trainer {
     }
 
     /// One optimisation step on `batch` at learning rate `lr`. A non-finite loss or
-    /// gradient, or a non-finite learning rate, leaves the weights and the optimiser
-    /// untouched and returns [`StepOutcome::Skipped`].
+    /// gradient, or a non-finite learning rate, leaves the parameters and the optimiser
+    /// state untouched and returns [`StepOutcome::Skipped`] (the forward pass has still
+    /// updated the batch-norm running statistics, as every training-mode forward does).
     pub fn try_step(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome> {
         if batch.is_empty() {
             bail!("empty training batch");
