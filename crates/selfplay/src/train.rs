@@ -467,3 +467,26 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bredon_nn::{Losses, StepOutcome};
+
+    #[test]
+    fn step_guard_counts_skips_and_stops_after_too_many_in_a_row() {
+        let mut g = StepGuard::default();
+        let skip = StepOutcome::Skipped("non-finite loss".into());
+        let ok = StepOutcome::Trained(Losses::default());
+        for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
+            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+        }
+        assert!(g.record(&ok, 7, "gen-0003").unwrap(), "a good step resets the run of skips");
+        for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
+            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+        }
+        let e = g.record(&skip, 7, "gen-0003").unwrap_err().to_string();
+        assert!(e.contains("training diverged") && e.contains("gen-0003"), "{e}");
+        assert_eq!(g.skipped, 2 * MAX_CONSECUTIVE_SKIPPED_STEPS - 1);
+    }
+}
