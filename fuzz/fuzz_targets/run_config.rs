@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     for total in [0usize, 1, 1 << 20, usize::MAX] {
         let w = cfg.train.window_size(total);
-        assert!(w >= 1, "window {w} for {total} samples: {text:?}");
+        assert!(w <= total && (w >= 1 || total == 0), "window {w} for {total} samples: {text:?}");
     }
     let net = cfg.net.for_size(cfg.game.size);
     assert_eq!(net.size, cfg.game.size);
