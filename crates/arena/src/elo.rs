@@ -384,11 +384,10 @@ impl RatingsTable {
         write_atomic(path, self.to_csv().as_bytes())
     }
 
-    /// Writes the table as pretty JSON atomically.
+    /// Writes the table as pretty JSON atomically, with a `crc32c` field
+    /// (`bredon_nn::integrity::to_checked_json`) that `bredon check` verifies.
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        let mut text = serde_json::to_string_pretty(self)?;
-        text.push('\n');
-        write_atomic(path, text.as_bytes())
+        write_atomic(path, &bredon_nn::integrity::to_checked_json(self, &[])?)
     }
 }
 

@@ -3,6 +3,7 @@
 mod analyse_cmd;
 mod arena_cmd;
 mod bench_cmd;
+mod check_cmd;
 mod export_cmd;
 mod model_arg;
 mod perft_cmd;
@@ -49,6 +50,8 @@ enum Command {
     /// Measure network and self-play throughput.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
+    /// Verify every file of a run directory (checksums, weights, games, logs).
+    Check(check_cmd::CheckArgs),
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
@@ -73,6 +76,7 @@ fn main() {
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args),
         Command::Bench(cmd) => bench_cmd::run(cmd, cli.inference),
+        Command::Check(args) => check_cmd::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");

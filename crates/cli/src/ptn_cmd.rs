@@ -8,13 +8,17 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Subcommand, Debug)]
 pub enum PtnCommand {
     /// Replay games and print `FILE: RESULT PLIES` for each (RESULT is the computed one:
-    /// R-0, 0-R, F-0, 0-F, 1/2-1/2, or 0-0 if unfinished). Exits non-zero on the first
-    /// file with bad syntax, an illegal move, or a declared road/flat result that the
-    /// moves do not produce.
+    /// R-0, 0-R, F-0, 0-F, 1/2-1/2, or 0-0 if unfinished), with warnings after it on
+    /// stderr (a Result the moves do not give, move numbers that disagree with the position).
+    /// Every file is checked; the exit status is non-zero if a file is unreadable or has
+    /// an illegal move (or, with --strict, has a warning).
     Check {
         /// PTN files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Treat warnings as errors.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print the board of a game at a ply (default: after the last move).
     Show {
@@ -34,23 +38,55 @@ fn read_game(path: &Path) -> Result<Ptn> {
     Ptn::parse(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
+/// Checks one file: its line `FILE: RESULT PLIES` and its warnings, or why it is
+/// unreadable or illegal.
+fn check_one(f: &Path) -> Result<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+    let game = Ptn::parse(&text)?;
+    let replay = game.replay()?;
+    let computed = replay.result();
+    let shown = computed.map_or("0-0", |r| r.ptn());
+    let mut warnings: Vec<String> = game.warnings.iter().map(|w| w.to_string()).collect();
+    if let Some(declared) = game.result {
+        use bredon_rules::{GameResult, WinKind};
+        // `1-0`/`0-1` (resignation, time) and a draw by agreement need not come from the
+        // moves; a road or flat win must, and a finished game must end as declared.
+        let agrees = match (declared, computed) {
+            (GameResult::Win { kind: WinKind::Other, color }, Some(c)) => c.winner() == Some(color),
+            (d, Some(c)) => d == c,
+            (GameResult::Win { kind: WinKind::Road | WinKind::Flat, .. }, None) => false,
+            (_, None) => true,
+        };
+        if !agrees {
+            warnings.push(format!("the Result is {} but the moves give {shown}", declared.ptn()));
+        }
+    }
+    Ok((format!("{}: {shown} {}", f.display(), replay.moves().len()), warnings))
+}
+
 /// Runs a `ptn` subcommand.
 pub fn run(cmd: PtnCommand) -> Result<()> {
     match cmd {
-        PtnCommand::Check { files } => {
+        PtnCommand::Check { files, strict } => {
+            let (mut errors, mut warned) = (0usize, 0usize);
             for f in &files {
-                let game = read_game(f)?;
-                let replay = game.replay().map_err(|e| anyhow!("{}: {e}", f.display()))?;
-                let computed = replay.result();
-                let shown = computed.map_or("0-0", |r| r.ptn());
-                if let Some(declared) = game.result {
-                    use bredon_rules::WinKind;
-                    let decisive = matches!(declared, bredon_rules::GameResult::Win { kind: WinKind::Road | WinKind::Flat, .. });
-                    if decisive && computed != Some(declared) {
-                        bail!("{}: the Result is {declared} but the moves end in {shown}", f.display());
+                match check_one(f) {
+                    Ok((line, warnings)) => {
+                        println!("{line}");
+                        for w in &warnings {
+                            eprintln!("{}: warning: {w}", f.display());
+                        }
+                        warned += usize::from(!warnings.is_empty());
+                    }
+                    Err(e) => {
+                        eprintln!("{}: error: {e:#}", f.display());
+                        errors += 1;
                     }
                 }
-                println!("{}: {shown} {}", f.display(), replay.moves().len());
+            }
+            if errors > 0 || (strict && warned > 0) {
+                let w = if strict { format!(", {warned} with warnings (--strict)") } else { String::new() };
+                bail!("{errors} of {} files unreadable or illegal{w}", files.len());
             }
             Ok(())
         }

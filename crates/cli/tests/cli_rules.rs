@@ -65,3 +65,31 @@ fn ptn_show_prints_tps_at_a_ply() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("past the end"));
 }
+
+#[test]
+fn ptn_check_tolerates_quirks_and_always_prints_the_computed_result() {
+    let dir = tempfile::tempdir().unwrap();
+    // A puzzle whose TPS starts at move 2 but whose moves restart at `1.`.
+    let puzzle = dir.path().join("puzzle.ptn");
+    std::fs::write(&puzzle, "[TPS \"2,x2/x,1,x/x3 1 2\"]\n1. c1 a1\n").unwrap();
+    // A Result tag the moves do not give (white's road on row 1 at ply 5).
+    let wrong = dir.path().join("wrong-result.ptn");
+    std::fs::write(&wrong, "[Size \"3\"]\n[Result \"0-R\"]\n1. c3 a1 2. b1 c2 3. c1\n").unwrap();
+    let out = bredon().args(["ptn", "check"]).arg(&puzzle).arg(&wrong).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), [format!("{}: 0-0 2", puzzle.display()), format!("{}: R-0 5", wrong.display())]);
+    assert!(stderr.contains("puzzle.ptn: warning: line 2, column 1: found move number \"1.\" where 2. was expected"), "{stderr}");
+    assert!(stderr.contains("wrong-result.ptn: warning: the Result is 0-R but the moves give R-0"), "{stderr}");
+    // --strict turns the warnings into a failure; the results are still printed.
+    let out = bredon().args(["ptn", "check", "--strict"]).arg(&puzzle).arg(&wrong).output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    // An unreadable file fails the run, but the other files are still checked.
+    let missing = dir.path().join("missing.ptn");
+    let out = bredon().args(["ptn", "check"]).arg(&missing).arg(&wrong).output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("{}: R-0 5", wrong.display()));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.ptn: error: cannot read"));
+}

@@ -8,6 +8,9 @@ use std::path::Path;
 
 use crate::encoding::INPUT_VERSION;
 use crate::fsutil::{atomic_write, atomic_write_with};
+use crate::integrity::{
+    Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
+};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
 
@@ -58,25 +61,47 @@ impl ModelMeta {
     }
 }
 
-/// Writes `dir/model.bpk` and `dir/model.json` atomically (weights first).
+/// Field of `model.json` holding the CRC-32C of `model.bpk`.
+pub const WEIGHTS_CRC_FIELD: &str = "weights_crc32c";
+
+/// Writes `dir/model.bpk` and `dir/model.json` atomically (weights first). The weights
+/// must be finite; `model.json` records the checksum of `model.bpk` (read back from disk
+/// after the write) and its own.
 pub fn save_model(model: &TakNet, meta: &ModelMeta, dir: &Path) -> Result<()> {
+    check_finite(model).with_context(|| format!("refusing to write a checkpoint in {}", dir.display()))?;
     let m = model.clone();
-    atomic_write_with(&dir.join("model.bpk"), |p| {
-        m.save_file(p).map_err(|e| anyhow::anyhow!("saving weights: {e:?}"))
-    })?;
-    atomic_write(&dir.join("model.json"), serde_json::to_string_pretty(meta)?.as_bytes())
+    let weights = dir.join("model.bpk");
+    atomic_write_with(&weights, |p| m.save_file(p).map_err(|e| anyhow::anyhow!("saving weights: {e:?}")))?;
+    let bytes = std::fs::read(&weights).with_context(|| format!("reading back {}", weights.display()))?;
+    let json = to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc_hex(crc32c(&bytes)).into())])?;
+    atomic_write(&dir.join("model.json"), &json)
 }
 
-/// Reads a model saved by [`save_model`], checking its metadata.
+/// Reads a model saved by [`save_model`], checking its metadata, the checksums and that
+/// the weights are finite. A checkpoint written before checksums existed loads with a
+/// warning on stderr.
 pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta)> {
+    let (model, meta, verified) = load_model_verified(dir)?;
+    if verified == Verified::NoChecksum {
+        eprintln!("warning: {} has no checksums (written by an older Bredon); loaded unverified", dir.display());
+    }
+    Ok((model, meta))
+}
+
+/// [`load_model`] without the warning: also says whether checksums were verified.
+pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
     let meta_path = dir.join("model.json");
-    let text = std::fs::read_to_string(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let meta: ModelMeta = serde_json::from_str(&text).with_context(|| format!("parsing {}", meta_path.display()))?;
+    let text = std::fs::read(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let (meta, obj, v_meta) = from_checked_json::<ModelMeta>(&text, &meta_path)?;
     meta.check().with_context(|| format!("in {}", meta_path.display()))?;
     let weights = dir.join("model.bpk");
     let bytes = std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?;
+    let v_weights = check_crc(&bytes, crc_field(&obj, WEIGHTS_CRC_FIELD), &weights)
+        .context("delete this checkpoint or restore it from a copy")?;
     let model = weights_from_bytes(&meta, bytes).with_context(|| format!("loading {}", weights.display()))?;
-    Ok((model, meta))
+    check_finite(&model).with_context(|| format!("in {}", weights.display()))?;
+    let verified = if v_meta == Verified::Ok && v_weights == Verified::Ok { Verified::Ok } else { Verified::NoChecksum };
+    Ok((model, meta, verified))
 }
 
 /// Builds the network of `meta` from burnpack bytes held in memory (burn's file loader
@@ -90,10 +115,16 @@ fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet> {
     Ok(model.valid())
 }
 
-const EXPORT_MAGIC: &[u8; 8] = b"BREDONM1";
+/// Magic of the first export format (no checksum; still read, with a warning).
+const EXPORT_MAGIC_V1: &[u8; 8] = b"BREDONM1";
+/// Magic of the current export format: as version 1, plus a CRC-32C trailer.
+const EXPORT_MAGIC: &[u8; 8] = b"BREDONM2";
 
-/// Writes one self-contained file: magic, metadata length, JSON metadata, burnpack bytes.
+/// Writes one self-contained file: magic, metadata length (u32 LE), JSON metadata,
+/// burnpack bytes, and the CRC-32C (u32 LE) of everything before it. The weights must be
+/// finite.
 pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
+    check_finite(model).with_context(|| format!("refusing to write {}", path.display()))?;
     let tmp = tempdir_near(path)?;
     let bpk = tmp.join("model.bpk");
     model.clone().save_file(&bpk).map_err(|e| anyhow::anyhow!("saving weights: {e:?}"))?;
@@ -104,27 +135,53 @@ pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()>
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
     out.extend_from_slice(&json);
     out.extend_from_slice(&weights);
+    append_crc(&mut out);
     atomic_write(path, &out)
 }
 
 /// Loads a model from a file written by [`export_model`], or from a checkpoint directory.
+/// A version-1 export (no checksum) loads with a warning on stderr.
 pub fn load_exported(path: &Path) -> Result<(TakNet, ModelMeta)> {
+    let (model, meta, verified) = load_exported_verified(path)?;
+    if verified == Verified::NoChecksum && !path.is_dir() {
+        eprintln!(
+            "warning: {} has no checksum (an older export format); loaded unverified — re-export it with `bredon export`",
+            path.display()
+        );
+    } else if verified == Verified::NoChecksum {
+        eprintln!("warning: {} has no checksums (written by an older Bredon); loaded unverified", path.display());
+    }
+    Ok((model, meta))
+}
+
+/// [`load_exported`] without the warning: also says whether a checksum was verified.
+pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
     if path.is_dir() {
-        return load_model(path);
+        return load_model_verified(path);
     }
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() < 12 || &bytes[..8] != EXPORT_MAGIC {
+    let (body, verified) = if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC {
+        let body = split_crc(&bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {e}; export the model again or restore it from a copy", path.display()))?;
+        (body, Verified::Ok)
+    } else if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC_V1 {
+        (&bytes[..], Verified::NoChecksum)
+    } else {
         bail!("{} is not a Bredon model file", path.display());
-    }
-    let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
-    if bytes.len() < 12 + len {
+    };
+    if body.len() < 12 {
         bail!("{} is truncated", path.display());
     }
-    let meta: ModelMeta = serde_json::from_slice(&bytes[12..12 + len]).with_context(|| format!("metadata of {}", path.display()))?;
+    let len = u32::from_le_bytes(body[8..12].try_into().expect("4 bytes")) as usize;
+    if body.len() < 12 + len {
+        bail!("{} is truncated", path.display());
+    }
+    let meta: ModelMeta = serde_json::from_slice(&body[12..12 + len]).with_context(|| format!("metadata of {}", path.display()))?;
     meta.check().with_context(|| format!("in {}", path.display()))?;
-    let model = weights_from_bytes(&meta, bytes[12 + len..].to_vec())
+    let model = weights_from_bytes(&meta, body[12 + len..].to_vec())
         .with_context(|| format!("loading weights of {}", path.display()))?;
-    Ok((model, meta))
+    check_finite(&model).with_context(|| format!("in {}", path.display()))?;
+    Ok((model, meta, verified))
 }
 
 fn tempdir_near(path: &Path) -> Result<std::path::PathBuf> {

@@ -12,6 +12,7 @@
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
+//! - [`integrity`]: CRC-32C checksums of the files that matter, finite-weight checks.
 
 pub mod checkpoint;
 pub mod encoding;
@@ -19,6 +20,7 @@ pub mod fast;
 pub mod folded;
 pub mod fsutil;
 pub mod inference;
+pub mod integrity;
 pub mod onnx;
 pub mod model;
 pub mod policy;
@@ -27,7 +29,7 @@ pub mod train;
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, TakNet};
-pub use train::{Losses, TrainExample, Trainer};
+pub use train::{Losses, StepOutcome, TrainExample, Trainer};
 
 /// The device networks run on: burn's pure-Rust CPU backend.
 pub fn device() -> burn::prelude::Device {

@@ -37,6 +37,16 @@ pub struct Losses {
     pub entropy: f64,
 }
 
+/// What a training step did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepOutcome {
+    /// The weights were updated.
+    Trained(Losses),
+    /// The loss or a gradient was NaN or infinite: the parameters and the optimiser
+    /// state are as before the step. The reason names what was non-finite.
+    Skipped(String),
+}
+
 /// Optimiser settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OptimizerSettings {
@@ -124,8 +134,20 @@ impl Trainer {
         Ok(())
     }
 
-    /// One optimisation step on `batch` at learning rate `lr`.
+    /// One optimisation step on `batch` at learning rate `lr`; an error if the step had
+    /// to be skipped (see [`Trainer::try_step`]).
     pub fn step(&mut self, batch: &[TrainExample], lr: f64) -> Result<Losses> {
+        match self.try_step(batch, lr)? {
+            StepOutcome::Trained(l) => Ok(l),
+            StepOutcome::Skipped(why) => bail!("training step skipped: {why}"),
+        }
+    }
+
+    /// One optimisation step on `batch` at learning rate `lr`. A non-finite loss or
+    /// gradient, or a non-finite learning rate, leaves the parameters and the optimiser
+    /// state untouched and returns [`StepOutcome::Skipped`] (the forward pass has still
+    /// updated the batch-norm running statistics, as every training-mode forward does).
+    pub fn try_step(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome> {
         if batch.is_empty() {
             bail!("empty training batch");
         }
@@ -160,8 +182,53 @@ impl Trainer {
             total: total.clone().detach().into_scalar::<f32>() as f64,
             entropy: entropy.detach().into_scalar::<f32>() as f64,
         };
+        if !(losses.total.is_finite() && losses.policy.is_finite() && losses.value.is_finite()) {
+            self.model = Some(model);
+            return Ok(StepOutcome::Skipped(format!(
+                "non-finite loss (policy {}, value {})",
+                losses.policy, losses.value
+            )));
+        }
+        if !lr.is_finite() {
+            self.model = Some(model);
+            return Ok(StepOutcome::Skipped(format!("non-finite learning rate {lr}")));
+        }
         let grads = GradientsParams::from_grads(total.backward(), &model);
+        let mut check = GradCheck { grads: &grads, path: Vec::new(), bad: None };
+        model.visit(&mut check);
+        if let Some(name) = check.bad {
+            self.model = Some(model);
+            return Ok(StepOutcome::Skipped(format!("non-finite gradient of `{name}`")));
+        }
         self.model = Some(self.optim.step(lr, model, grads));
-        Ok(losses)
+        Ok(StepOutcome::Trained(losses))
+    }
+}
+
+/// Finds the first parameter whose gradient holds a NaN or an infinity.
+struct GradCheck<'a> {
+    grads: &'a GradientsParams,
+    path: Vec<String>,
+    bad: Option<String>,
+}
+
+impl burn::module::ModuleVisitor for GradCheck<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+        if self.bad.is_some() {
+            return;
+        }
+        if let Some(g) = self.grads.get::<D>(param.id)
+            && !g.is_finite().all().into_scalar::<bool>()
+        {
+            self.bad = Some(self.path.join("."));
+        }
     }
 }

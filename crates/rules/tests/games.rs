@@ -129,10 +129,46 @@ fn tps_start_with_black_to_move() {
     // The German form of the TPS tag.
     let ptn = Ptn::parse("[TPS \"2,x2/x,1,x/x3\" 2 2]\n2... c1").unwrap();
     assert_eq!(ptn.replay().unwrap().start(), &start);
-    // Black's move number after white's is wrong here.
-    let e = Ptn::parse(&format!("[TPS \"{tps}\"]\n2. c1 2... a1")).unwrap_err();
+    // Black's move number after white's is wrong here: an error only in strict mode.
+    let e = Ptn::parse_strict(&format!("[TPS \"{tps}\"]\n2. c1 2... a1")).unwrap_err();
     assert!(matches!(e.kind, PtnErrorKind::WrongMoveNumber { .. }), "{e}");
     assert_eq!((e.line, e.column), (2, 7));
+}
+
+#[test]
+fn real_world_quirks_are_warnings_not_errors() {
+    // A puzzle: the TPS starts at move 2 (white to move), the moves restart at `1.`.
+    let tps = "2,x2/x,1,x/x3 1 2";
+    let ptn = Ptn::parse(&format!("[TPS \"{tps}\"]\n1. c1 a1 2. c3 b1")).unwrap();
+    assert_eq!(ptn.replay().unwrap().moves().len(), 4);
+    assert_eq!(ptn.warnings.len(), 1, "one warning per game for its numbering: {:?}", ptn.warnings);
+    let w = &ptn.warnings[0];
+    assert!(matches!(w.kind, PtnErrorKind::WrongMoveNumber { .. }) && (w.line, w.column) == (2, 1), "{w}");
+    assert!(w.to_string().contains("found move number \"1.\" where 2. was expected"), "{w}");
+    assert_eq!(Ptn::parse_strict(&format!("[TPS \"{tps}\"]\n1. c1 a1")).unwrap_err(), w.clone());
+    // ptn.ninja: `--` before black's first move when black moves first; no warning.
+    let ptn = Ptn::parse("[TPS \"2,x2/x,1,x/x3 2 2\"]\n2. -- c1\n3. a1 --").unwrap();
+    assert_eq!((ptn.moves.len(), ptn.warnings.len()), (2, 0), "{:?}", ptn.warnings);
+    // A placeholder in the middle is ignored with a warning.
+    let ptn = Ptn::parse("[Size \"3\"] 1. a1 -- c3").unwrap();
+    assert_eq!(ptn.moves.len(), 2);
+    assert!(matches!(ptn.warnings[0].kind, PtnErrorKind::Placeholder));
+    // Comments, marks and annotations as playtak and ptn.ninja write them.
+    let text = "[Site \"PlayTak.com\"]\n[Size \"5\"]\n[Komi \"2\"]\n[Result \"R-0\"]\n\n\
+                1. a5 {opening} e1\n2. a4 b1'\n3. b4!? c1?!\n4. Cc4 d1\n5. d4'' {a\nlong comment} a1\n6. e4\" R-0\n";
+    let ptn = Ptn::parse(text).unwrap();
+    assert!(ptn.warnings.is_empty(), "{:?}", ptn.warnings);
+    assert_eq!(ptn.moves.len(), 11);
+    assert_eq!(ptn.replay().unwrap().result(), ptn.result);
+    // Doubled and malformed numbers: one warning, the moves read.
+    for body in ["1. 1. a1 c3", "1.. a1 c3", "1... a1 c3"] {
+        let ptn = Ptn::parse(&format!("[Size \"5\"] {body}")).unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert_eq!((ptn.moves.len(), ptn.warnings.len()), (2, 1), "{body}");
+    }
+    // A result token that disagrees with the Result tag: the token wins, with a warning.
+    let ptn = Ptn::parse("[Size \"5\"][Result \"R-0\"] 1. a1 e5 0-R").unwrap();
+    assert_eq!(ptn.result.and_then(GameResult::winner), Some(Color::Black));
+    assert!(matches!(ptn.warnings[0].kind, PtnErrorKind::ResultMismatch { .. }));
 }
 
 #[test]
@@ -151,7 +187,7 @@ fn flats_and_caps_tags_set_reserves() {
 }
 
 fn err_at(text: &str) -> (usize, usize, PtnErrorKind) {
-    let e = Ptn::parse(text).unwrap_err();
+    let e = Ptn::parse_strict(text).unwrap_err();
     // The Display names the place.
     assert!(e.to_string().starts_with(&format!("line {}, column {}: ", e.line, e.column)), "{e}");
     (e.line, e.column, e.kind)

@@ -256,6 +256,18 @@ impl Default for GateSettings {
     }
 }
 
+/// The dotted key of the first NaN or infinite float in `v`, if any.
+fn non_finite_key(v: &toml::Value, at: &str) -> Option<String> {
+    match v {
+        toml::Value::Float(f) if !f.is_finite() => Some(at.to_string()),
+        toml::Value::Table(t) => t.iter().find_map(|(k, x)| {
+            non_finite_key(x, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") })
+        }),
+        toml::Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| non_finite_key(x, &format!("{at}[{i}]"))),
+        _ => None,
+    }
+}
+
 impl RunConfig {
     /// Parses TOML text; errors name the line and the key.
     pub fn from_toml(text: &str) -> Result<RunConfig> {
@@ -272,6 +284,11 @@ impl RunConfig {
 
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<()> {
+        // TOML has `nan` and `inf`: no knob means anything with them.
+        let value = toml::Value::try_from(self).context("config does not serialise")?;
+        if let Some(key) = non_finite_key(&value, "") {
+            bail!("{key} is not a finite number");
+        }
         let g = &self.game;
         if !(3..=8).contains(&g.size) {
             bail!("game.size = {} is not a Tak board size (3 to 8)", g.size);
@@ -293,6 +310,13 @@ impl RunConfig {
         if t.batch_size == 0 || t.learning_rate <= 0.0 {
             bail!("train.batch_size and train.learning_rate must be positive");
         }
+        if !(t.lr_decay > 0.0 && t.lr_decay <= 1.0) {
+            bail!("train.lr_decay = {} must be in (0, 1]", t.lr_decay);
+        }
+        let last_lr = t.lr_at(u64::MAX);
+        if !(last_lr > 0.0) {
+            bail!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
+        }
         if t.optimizer != "adam" && t.optimizer != "sgd" {
             bail!("train.optimizer = {:?}: use \"adam\" or \"sgd\"", t.optimizer);
         }
@@ -312,5 +336,39 @@ impl RunConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        format!("{:#}", RunConfig::from_toml(text).unwrap_err())
+    }
+
+    #[test]
+    fn shipped_configs_load() {
+        for size in 3..=6 {
+            let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{size}x{size}.toml"));
+            assert_eq!(RunConfig::load(&p).unwrap().game.size, size);
+        }
+    }
+
+    /// Findings of the `run_config` fuzz target (see fuzz/README.md).
+    #[test]
+    fn non_finite_and_degenerate_numbers_are_refused() {
+        assert!(err("[train]\nlearning_rate = nan").contains("train.learning_rate is not a finite number"));
+        assert!(err("[train]\nlearning_rate = inf").contains("train.learning_rate is not a finite number"));
+        assert!(err("[search]\nc_puct = -inf").contains("search.c_puct is not a finite number"));
+        assert!(err("[eval.gate]\nenabled = true\nelo0 = nan").contains("eval.gate.elo0 is not a finite number"));
+        assert!(err("[selfplay]\nresign_threshold = nan").contains("selfplay.resign_threshold"));
+        assert!(err("[train]\nlr_decay = 0.0\nlr_decay_steps = [10]").contains("train.lr_decay"));
+        assert!(err("[train]\nlr_decay = 1e-300\nlr_decay_steps = [1, 2, 3]").contains("must stay positive"));
+        assert!(err("[train]\nlr_decay = 2.0").contains("train.lr_decay"));
+        // Unknown keys and wrong types name the line.
+        assert!(err("[train]\nlearning_rat = 0.1").contains("unknown field"));
+        assert!(err("[game]\n\nsize = \"big\"").contains("line 3"));
+        RunConfig::from_toml("[train]\nlr_decay = 0.5\nlr_decay_steps = [100, 200]").unwrap();
     }
 }

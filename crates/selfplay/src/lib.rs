@@ -11,5 +11,6 @@ pub mod replay;
 pub mod rundir;
 pub mod tb;
 pub mod train;
+pub mod verify;
 pub mod window;
 pub mod worker;

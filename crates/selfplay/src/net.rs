@@ -6,13 +6,15 @@ use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::fsutil::atomic_write_with;
 use bredon_nn::inference::InferenceService;
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, TrainExample, Trainer, load_model, save_model};
+use bredon_nn::{NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
 use rand::Rng;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::RunConfig;
+use crate::rundir::read_state_file;
+use bredon_nn::integrity::check_crc;
 use crate::replay::Sample;
 
 /// A network under training with its optimiser.
@@ -21,17 +23,6 @@ pub struct Learner {
     net: NetConfig,
     half_komi: i8,
     inference: bredon_nn::InferenceKind,
-}
-
-/// Mean losses of a step.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StepLosses {
-    /// Policy cross-entropy.
-    pub policy: f64,
-    /// Value MSE.
-    pub value: f64,
-    /// Entropy of the predicted policy.
-    pub entropy: f64,
 }
 
 fn settings(cfg: &RunConfig) -> OptimizerSettings {
@@ -54,7 +45,8 @@ impl Learner {
         Ok(Learner { trainer: Trainer::new(&net, settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
     }
 
-    /// Loads a checkpoint directory (model and, if present, optimiser state).
+    /// Loads a checkpoint directory (model and, if present, optimiser state), verifying
+    /// the checksums (the optimiser's is recorded in the checkpoint's `state.json`).
     pub fn load(cfg: &RunConfig, dir: &Path) -> Result<Learner> {
         let (model, meta) = load_model(dir)?;
         let net = net_config(cfg);
@@ -64,6 +56,9 @@ impl Learner {
         let mut trainer = Trainer::from_model(&net, model, settings(cfg))?;
         let opt = dir.join("optimizer.bpk");
         if opt.is_file() {
+            let expected = if dir.join("state.json").is_file() { read_state_file(dir)?.1 } else { None };
+            let bytes = std::fs::read(&opt).with_context(|| format!("reading {}", opt.display()))?;
+            check_crc(&bytes, expected, &opt).context("delete this checkpoint or restore it from a copy")?;
             trainer.load_optimizer(&opt)?;
         }
         Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
@@ -94,8 +89,9 @@ impl Learner {
         Ok((Arc::new(service.handle()), service))
     }
 
-    /// One training step on `samples`, each under a random board symmetry.
-    pub fn step(&mut self, samples: &[&Sample], lr: f64, rng: &mut impl Rng) -> Result<StepLosses> {
+    /// One training step on `samples`, each under a random board symmetry. A non-finite
+    /// loss or gradient skips the step (nothing changes) and says why.
+    pub fn step(&mut self, samples: &[&Sample], lr: f64, rng: &mut impl Rng) -> Result<StepOutcome> {
         let n = self.net.size;
         let batch: Vec<TrainExample> = samples
             .iter()
@@ -108,7 +104,6 @@ impl Learner {
                 }
             })
             .collect();
-        let l = self.trainer.step(&batch, lr)?;
-        Ok(StepLosses { policy: l.policy, value: l.value, entropy: l.entropy })
+        self.trainer.try_step(&batch, lr)
     }
 }

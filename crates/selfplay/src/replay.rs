@@ -3,7 +3,8 @@
 //! A finished game is stored as two immutable files, written atomically and named after
 //! the model that played it, under `games/<model>/`:
 //! - `<id>.game`: the record in a compact binary format (postcard, a stable serde
-//!   encoding, behind a magic header and a format version);
+//!   encoding, behind a magic header and a format version, followed by a CRC-32C of
+//!   everything before it; version-1 records, without the checksum, are still read);
 //! - `<id>.ptn`: the same game as readable PTN.
 //!
 //! A record keeps the moves and, per ply, the search's visit counts; positions are rebuilt
@@ -15,11 +16,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{TMP_SUFFIX, atomic_write};
+use bredon_nn::integrity::{Verified, append_crc, split_crc};
 
 /// First bytes of every `.game` file.
 pub const MAGIC: &[u8; 8] = b"BREDONG1";
-/// Version of the record layout below.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the record layout below (2: version 1 plus a CRC-32C trailer).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How a game ended, as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,24 +169,56 @@ impl GameRecord {
         Ok(out)
     }
 
-    /// Encodes the record with its header.
+    /// Encodes the record with its header and checksum.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend(postcard::to_allocvec(self)?);
+        append_crc(&mut out);
         Ok(out)
     }
 
-    /// Decodes a record, checking the header.
+    /// Decodes a record, checking the header and the checksum.
     pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord> {
+        Ok(GameRecord::from_bytes_verified(bytes)?.0)
+    }
+
+    /// Decodes a record and says whether it carried a checksum (version 1 did not). The
+    /// record's fields are checked to be in range; [`GameRecord::samples`] checks that
+    /// the moves are legal.
+    pub fn from_bytes_verified(bytes: &[u8]) -> Result<(GameRecord, Verified)> {
         if bytes.len() < 12 || &bytes[..8] != MAGIC {
             bail!("not a Bredon game record (bad magic)");
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
-            bail!("game record format {version}, this build reads {FORMAT_VERSION}");
+        let (body, verified) = match version {
+            1 => (&bytes[12..], Verified::NoChecksum),
+            FORMAT_VERSION => (&split_crc(bytes)?[12..], Verified::Ok),
+            _ => bail!("game record format {version}, this build reads 1 and {FORMAT_VERSION}"),
+        };
+        let record: GameRecord = postcard::from_bytes(body).context("undecodable record")?;
+        if !(3..=8).contains(&record.size) {
+            bail!("record has board size {}", record.size);
         }
-        Ok(postcard::from_bytes(&bytes[12..])?)
+        let outcome = match record.result {
+            StoredResult::Finished { outcome, .. } | StoredResult::Adjudicated { outcome } => outcome,
+        };
+        if outcome > 2 {
+            bail!("record has outcome {outcome}");
+        }
+        if record.plies.iter().any(|p| !p.root_value.is_finite()) {
+            bail!("record has a non-finite root value");
+        }
+        Ok((record, verified))
+    }
+
+    /// Reads and checks a `.game` file, replaying it: the record and its training
+    /// samples. Errors name the file.
+    pub fn load(path: &Path) -> Result<(GameRecord, Vec<Sample>, Verified)> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let (record, verified) = GameRecord::from_bytes_verified(&bytes).with_context(|| format!("{}", path.display()))?;
+        let samples = record.samples().with_context(|| format!("{}", path.display()))?;
+        Ok((record, samples, verified))
     }
 
     /// The game as PTN text with tags.
@@ -281,6 +315,19 @@ mod tests {
         let bytes = r.to_bytes().unwrap();
         assert_eq!(GameRecord::from_bytes(&bytes).unwrap(), r);
         assert!(GameRecord::from_bytes(&bytes[..10]).is_err());
+        // Every single-bit flip and every truncation is caught by the checksum.
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x08;
+            assert!(GameRecord::from_bytes(&b).is_err(), "flip at byte {i} read back");
+        }
+        for n in 0..bytes.len() {
+            assert!(GameRecord::from_bytes(&bytes[..n]).is_err(), "truncation to {n} bytes read back");
+        }
+        // Version-1 records (no checksum) still read, unverified.
+        let mut v1 = bytes[..bytes.len() - 4].to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(GameRecord::from_bytes_verified(&v1).unwrap(), (r.clone(), Verified::NoChecksum));
         let samples = r.samples().unwrap();
         assert_eq!(samples.len(), r.plies.len());
         for s in &samples {

@@ -4,6 +4,7 @@
 //! <run>/
 //!   config.toml            the run's configuration (copied at creation, read on resume)
 //!   latest                 name of the newest complete checkpoint (written last)
+//!   train.lock             held (advisory lock) by the one `train` process of the run
 //!   checkpoints/gen-0003/  model.bpk, model.json, optimizer.bpk, state.json
 //!   games/gen-0003/        <id>.game (training record) + <id>.ptn, played by gen-0003
 //!   logs/tensorboard/      TensorBoard event files
@@ -16,6 +17,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{atomic_write, remove_stale_temps};
+use bredon_nn::integrity::{Verified, crc_field, crc_hex, crc32c, from_checked_json, to_checked_json};
+
+/// Field of `state.json` holding the CRC-32C of the checkpoint's `optimizer.bpk`.
+pub const OPTIMIZER_CRC_FIELD: &str = "optimizer_crc32c";
 
 /// Paths inside a run directory.
 #[derive(Clone, Debug)]
@@ -161,17 +166,29 @@ impl RunDir {
         Ok(generation_model.to_string())
     }
 
-    /// Writes the training state of a checkpoint.
+    /// Writes the training state of a checkpoint (`state.json`, the file that makes a
+    /// checkpoint complete) with its checksum and the checksum of the checkpoint's
+    /// `optimizer.bpk` as found on disk (write the optimiser first).
     pub fn write_state(&self, name: &str, state: &TrainState) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(state)?;
-        atomic_write(&self.checkpoint_dir(name).join("state.json"), &bytes)
+        let dir = self.checkpoint_dir(name);
+        let opt = dir.join("optimizer.bpk");
+        let mut extra = Vec::new();
+        match std::fs::read(&opt) {
+            Ok(bytes) => extra.push((OPTIMIZER_CRC_FIELD, crc_hex(crc32c(&bytes)).into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading back {}", opt.display())),
+        }
+        atomic_write(&dir.join("state.json"), &to_checked_json(state, &extra)?)
     }
 
-    /// Reads the training state of a checkpoint.
+    /// Reads the training state of a checkpoint, verifying its checksum.
     pub fn read_state(&self, name: &str) -> Result<TrainState> {
-        let p = self.checkpoint_dir(name).join("state.json");
-        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+        Ok(read_state_file(&self.checkpoint_dir(name))?.0)
+    }
+
+    /// The run's advisory lock, taken by the trainer for its lifetime (see [`RunLock`]).
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join("train.lock")
     }
 
     /// All complete checkpoints (those with a `state.json`), oldest first.
@@ -186,6 +203,62 @@ impl RunDir {
             .unwrap_or_default();
         names.sort();
         names
+    }
+}
+
+/// Reads `state.json` of the checkpoint directory `dir`: the state, the recorded
+/// checksum of `optimizer.bpk` (if any) and whether the file's own checksum was verified.
+pub fn read_state_file(dir: &Path) -> Result<(TrainState, Option<u32>, Verified)> {
+    let p = dir.join("state.json");
+    let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+    let (state, obj, verified) = from_checked_json::<TrainState>(&bytes, &p)?;
+    Ok((state, crc_field(&obj, OPTIMIZER_CRC_FIELD), verified))
+}
+
+/// One trainer per run directory: an exclusive advisory lock (`flock` on Unix, through
+/// `std::fs::File::try_lock`) on `<run>/train.lock`, held while this value lives. The
+/// file holds the holder's pid for the error message. The operating system releases the
+/// lock when the process dies, however it dies, so a lock file left by a killed trainer
+/// never blocks the next one. `bredon selfplay` processes don't take it.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+impl RunLock {
+    /// Takes the lock of `run`, or errors naming the pid of the process holding it.
+    pub fn acquire(run: &RunDir) -> Result<RunLock> {
+        use std::io::{Read, Seek, Write};
+        let path = run.lock_path();
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let who = if holder.is_empty() { "another process".to_string() } else { format!("process {holder}") };
+                bail!(
+                    "{} is in use: {who} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)",
+                    run.root().display(),
+                    path.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(RunLock { _file: file })
     }
 }
 
@@ -220,5 +293,46 @@ mod tests {
         // A pointer to an incomplete checkpoint is an error, not a silent restart.
         run.set_latest("gen-0003").unwrap();
         assert!(run.latest().is_err());
+    }
+
+    #[test]
+    fn state_json_is_checksummed_with_the_optimizer() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let st = TrainState {
+            generation: 1,
+            step: 4,
+            samples_trained: 64,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            elapsed_secs: 0.25,
+        };
+        let ck = run.checkpoint_dir("gen-0001");
+        std::fs::create_dir_all(&ck).unwrap();
+        std::fs::write(ck.join("optimizer.bpk"), b"adam moments").unwrap();
+        run.write_state("gen-0001", &st).unwrap();
+        let (back, opt, v) = read_state_file(&ck).unwrap();
+        assert_eq!((back, opt, v), (st.clone(), Some(crc32c(b"adam moments")), Verified::Ok));
+        let text = std::fs::read_to_string(ck.join("state.json")).unwrap();
+        std::fs::write(ck.join("state.json"), text.replace("\"step\": 4", "\"step\": 5")).unwrap();
+        let err = format!("{:#}", run.read_state("gen-0001").unwrap_err());
+        assert!(err.contains("state.json") && err.contains("checksum mismatch"), "{err}");
+        // A state.json from before checksums reads, unverified.
+        std::fs::write(ck.join("state.json"), serde_json::to_vec(&st).unwrap()).unwrap();
+        assert_eq!(read_state_file(&ck).unwrap(), (st, None, Verified::NoChecksum));
+    }
+
+    #[test]
+    fn one_trainer_per_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        // A lock file left by a killed process (its pid inside, no lock held) is no obstacle.
+        std::fs::write(run.lock_path(), "999999\n").unwrap();
+        let lock = RunLock::acquire(&run).unwrap();
+        assert_eq!(std::fs::read_to_string(run.lock_path()).unwrap().trim(), std::process::id().to_string());
+        // A second trainer (another open file description, as another process has) is refused.
+        let err = format!("{:#}", RunLock::acquire(&run).unwrap_err());
+        assert!(err.contains(&format!("process {}", std::process::id())) && err.contains("train.lock"), "{err}");
+        drop(lock);
+        let _again = RunLock::acquire(&run).unwrap();
     }
 }

@@ -24,7 +24,7 @@ use crate::config::RunConfig;
 use crate::fsutil::atomic_write;
 use crate::net::Learner;
 use crate::replay::count_games;
-use crate::rundir::{RunDir, TrainState};
+use crate::rundir::{RunDir, RunLock, TrainState};
 use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
@@ -92,6 +92,50 @@ pub struct GenerationSummary {
     pub samples_per_sec: f64,
     /// Evaluation results, if the eval hook ran: (opponent, score of the new model).
     pub eval: Vec<(String, f64)>,
+    /// Training steps skipped because the loss or a gradient was NaN or infinite.
+    pub skipped_steps: usize,
+    /// Game records skipped as damaged or unreadable when this generation loaded the
+    /// replay window.
+    pub skipped_games: usize,
+}
+
+/// After this many non-finite training steps in a row, training stops with an error
+/// (the run stays at its last written checkpoint).
+pub const MAX_CONSECUTIVE_SKIPPED_STEPS: usize = 10;
+
+/// Counts skipped (non-finite) training steps and decides when to give up.
+#[derive(Debug, Default)]
+pub struct StepGuard {
+    consecutive: usize,
+    /// Steps skipped in total.
+    pub skipped: usize,
+}
+
+impl StepGuard {
+    /// Records a step's outcome: `Ok(true)` if it trained, `Ok(false)` if it was skipped
+    /// (logged), an error after [`MAX_CONSECUTIVE_SKIPPED_STEPS`] skips in a row.
+    pub fn record(&mut self, outcome: &bredon_nn::StepOutcome, step: u64, checkpoint: &str) -> Result<bool> {
+        match outcome {
+            bredon_nn::StepOutcome::Trained(_) => {
+                self.consecutive = 0;
+                Ok(true)
+            }
+            bredon_nn::StepOutcome::Skipped(why) => {
+                self.consecutive += 1;
+                self.skipped += 1;
+                eprintln!("warning: skipped training step {}: {why}", step + 1);
+                if self.consecutive >= MAX_CONSECUTIVE_SKIPPED_STEPS {
+                    bail!(
+                        "training diverged: {} training steps in a row had a non-finite loss or gradient (last: {why}); \
+                         nothing was written, the run stays at its last good checkpoint {checkpoint}. \
+                         Lower [train] lr (or check the replay games with `bredon check --run`) and resume",
+                        self.consecutive
+                    );
+                }
+                Ok(false)
+            }
+        }
+    }
 }
 
 fn bar(len: u64, what: &str, quiet: bool) -> ProgressBar {
@@ -129,8 +173,10 @@ pub fn open_run(run: &RunDir, config: Option<&RunConfig>, config_text: Option<&s
     Ok(cfg.clone())
 }
 
-/// Runs (or resumes) training in `run` until the schedule ends or `stop` is set.
+/// Runs (or resumes) training in `run` until the schedule ends or `stop` is set. Holds
+/// the run's [`RunLock`] throughout: a second trainer on the same run is refused.
 pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<AtomicBool>) -> Result<Vec<GenerationSummary>> {
+    let _lock = RunLock::acquire(run)?;
     let started = Instant::now();
     let game_opts = cfg.game.options();
     // Load or create the current checkpoint.
@@ -162,6 +208,8 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
     let mut tb = TbLogger::open(&run.tensorboard_dir());
     let mut window = ReplayWindow::new();
     window.refresh(&run.games_dir())?;
+    // Damaged records found since the last log line (reported in the next one).
+    let mut skipped_reported = 0;
     let mut summaries = Vec::new();
     let elapsed_before = state.elapsed_secs;
     loop {
@@ -240,6 +288,8 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         summary.games_per_hour = summary.games as f64 / sp_secs * 3600.0;
         // (2) Training.
         summary.new_samples = window.refresh(&run.games_dir())?;
+        summary.skipped_games = window.skipped() - skipped_reported;
+        skipped_reported = window.skipped();
         let total = window.total_samples();
         let win = cfg.train.window_size(total);
         window.trim(cfg.train.window_max);
@@ -253,13 +303,19 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         let tr_start = Instant::now();
         let (mut pl, mut vl, mut ent) = (0.0, 0.0, 0.0);
         let mut rng = state.rng.clone();
+        let mut guard = StepGuard::default();
         for _ in 0..steps {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
             let samples = window.sample(win, batch, &mut rng);
             let lr = cfg.train.lr_at(state.step);
-            let losses = learner.step(&samples, lr, &mut rng)?;
+            let outcome = learner.step(&samples, lr, &mut rng)?;
+            if !guard.record(&outcome, state.step, &model)? {
+                pb.inc(1);
+                continue;
+            }
+            let bredon_nn::StepOutcome::Trained(losses) = outcome else { unreachable!("recorded as trained") };
             pl += losses.policy;
             vl += losses.value;
             ent += losses.entropy;
@@ -275,9 +331,11 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         }
         let tr_secs = tr_start.elapsed().as_secs_f64().max(1e-9);
         summary.samples_per_sec = (steps * batch) as f64 / tr_secs;
-        summary.policy_loss = pl / steps as f64;
-        summary.value_loss = vl / steps as f64;
-        summary.policy_entropy = ent / steps as f64;
+        summary.skipped_steps = guard.skipped;
+        let trained = (steps - guard.skipped).max(1) as f64;
+        summary.policy_loss = pl / trained;
+        summary.value_loss = vl / trained;
+        summary.policy_entropy = ent / trained;
         summary.step = state.step;
         // (3) Checkpoint.
         state.generation = gen_no + 1;
@@ -306,7 +364,13 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
 }
 
 fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
-    let evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
+    let mut evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
+    if s.skipped_steps > 0 {
+        evals.push_str(&format!(" | {} steps skipped (non-finite)", s.skipped_steps));
+    }
+    if s.skipped_games > 0 {
+        evals.push_str(&format!(" | {} damaged games skipped", s.skipped_games));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation,
@@ -402,4 +466,27 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
         eprintln!("{model}: {played} games played by this process");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bredon_nn::{Losses, StepOutcome};
+
+    #[test]
+    fn step_guard_counts_skips_and_stops_after_too_many_in_a_row() {
+        let mut g = StepGuard::default();
+        let skip = StepOutcome::Skipped("non-finite loss".into());
+        let ok = StepOutcome::Trained(Losses::default());
+        for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
+            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+        }
+        assert!(g.record(&ok, 7, "gen-0003").unwrap(), "a good step resets the run of skips");
+        for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
+            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+        }
+        let e = g.record(&skip, 7, "gen-0003").unwrap_err().to_string();
+        assert!(e.contains("training diverged") && e.contains("gen-0003"), "{e}");
+        assert_eq!(g.skipped, 2 * MAX_CONSECUTIVE_SKIPPED_STEPS - 1);
+    }
 }

@@ -15,6 +15,7 @@ pub struct ReplayWindow {
     dropped: usize,
     loaded: HashSet<PathBuf>,
     games: usize,
+    skipped: usize,
 }
 
 impl ReplayWindow {
@@ -23,30 +24,35 @@ impl ReplayWindow {
         ReplayWindow::default()
     }
 
-    /// Loads games not seen yet. Unreadable records are skipped with a warning (they are
-    /// written atomically, so this means outside damage, which must not stop a run).
-    /// Returns the number of new samples.
+    /// Loads games not seen yet. Unreadable, damaged (checksum mismatch) or illegal
+    /// records are skipped with a warning and counted (they are written atomically, so
+    /// this means outside damage, which must not stop a run). Returns the number of new
+    /// samples.
     pub fn refresh(&mut self, games_dir: &Path) -> Result<usize> {
         let mut added = 0;
         for path in list_game_files(games_dir)? {
             if self.loaded.contains(&path) {
                 continue;
             }
-            let loaded = std::fs::read(&path)
-                .map_err(anyhow::Error::from)
-                .and_then(|b| GameRecord::from_bytes(&b))
-                .and_then(|r| r.samples());
-            match loaded {
-                Ok(s) => {
+            match GameRecord::load(&path) {
+                Ok((_, s, _)) => {
                     added += s.len();
                     self.samples.extend(s);
                     self.games += 1;
                 }
-                Err(e) => eprintln!("warning: skipping game record {}: {e:#}", path.display()),
+                Err(e) => {
+                    eprintln!("warning: skipping damaged game record: {e:#}");
+                    self.skipped += 1;
+                }
             }
             self.loaded.insert(path);
         }
         Ok(added)
+    }
+
+    /// Game records skipped as unreadable since the window was created.
+    pub fn skipped(&self) -> usize {
+        self.skipped
     }
 
     /// Samples ever loaded (including dropped ones).

@@ -402,6 +402,10 @@ pub enum PtnErrorKind {
     /// More plies than a position can count.
     #[error("game too long: ply counter would overflow")]
     TooLong,
+    /// A `--` placeholder for a move, other than before black's first move of a game
+    /// that starts with black to move or at the end of the moves.
+    #[error("placeholder \"--\" where a move was expected (ignored)")]
+    Placeholder,
 }
 
 /// One move of a PTN game, with where it was written.
@@ -438,6 +442,11 @@ pub struct Ptn {
     pub result: Option<GameResult>,
     /// Where the TPS tag was (line, column), for errors about the start position.
     tps_at: (usize, usize),
+    /// Harmless problems [`Ptn::parse`] tolerated, in order: move numbers that disagree
+    /// with the position (reported once per game), a result token that disagrees with
+    /// the `Result` tag (the token wins), `--` placeholders where no move is skipped.
+    /// [`Ptn::parse_strict`] turns the first one into an error.
+    pub warnings: Vec<PtnError>,
 }
 
 /// A PTN game played through: every position, the moves and the computed result.
@@ -688,7 +697,7 @@ impl Ptn {
         if let Some(tps) = &start_tps {
             tags.push(("TPS".to_string(), tps.clone()));
         }
-        Ptn { tags, options, start_tps, moves: Vec::new(), result: None, tps_at: (1, 1) }
+        Ptn { tags, options, start_tps, moves: Vec::new(), result: None, tps_at: (1, 1), warnings: Vec::new() }
     }
 
     /// A game from `start` with `moves` (not checked) and a `result` (also set as the
@@ -751,6 +760,12 @@ impl Ptn {
     /// Tags: `Size` (required unless `TPS` gives the size), `Komi` (`2`, `2.5`, ...),
     /// `Flats` and `Caps` (reserves), `TPS` (start position; `[TPS "rows" 1 1]` is accepted
     /// too), `Result`; empty values of these tags count as absent. Other tags are kept.
+    ///
+    /// Real files are read as they are written: move numbers are checked against the
+    /// position but a mismatch (numbers restarting at `1.` after a `TPS` start, a wrong
+    /// `N.`/`N...`, a doubled or malformed number) is only a warning in
+    /// [`Ptn::warnings`], as is a result token that disagrees with the `Result` tag; `--`
+    /// (ptn.ninja's placeholder before black's first move) is skipped.
     pub fn parse(text: &str) -> Result<Ptn, PtnError> {
         let tokens = tokenize(text)?;
         let mut tags: Vec<(String, String)> = Vec::new();
@@ -835,10 +850,19 @@ impl Ptn {
 
         // Moves.
         let mut moves: Vec<PtnMove> = Vec::new();
+        let mut warnings: Vec<PtnError> = Vec::new();
+        let mut numbers_warned = false;
+        let mut number_warning = |warnings: &mut Vec<PtnError>, e: PtnError| {
+            if !numbers_warned {
+                numbers_warned = true;
+                warnings.push(e);
+            }
+        };
         let mut result_token: Option<(Option<GameResult>, String, usize, usize)> = None;
         let mut number_pending = false;
         let start_ply = start.ply() as usize;
-        for (line, column, word) in body {
+        let last_move_word = body.iter().rposition(|(_, _, w)| GameResult::parse_ptn(w).is_err());
+        for (index, (line, column, word)) in body.into_iter().enumerate() {
             if let Some((_, text, _, _)) = &result_token {
                 return Err(PtnError {
                     line,
@@ -859,35 +883,36 @@ impl Ptn {
                     column,
                     kind: PtnErrorKind::BadMoveNumber { text: number_text.to_string() },
                 };
-                let number: u64 = digits.parse().map_err(|_| bad())?;
-                if dots != 1 && dots != 3 {
-                    return Err(bad());
-                }
+                let number: u64 = match digits.parse() {
+                    Ok(n) if dots == 1 || dots == 3 => n,
+                    _ => {
+                        number_warning(&mut warnings, bad());
+                        u64::MAX
+                    }
+                };
                 if number_pending {
-                    return Err(PtnError {
-                        line,
-                        column,
-                        kind: PtnErrorKind::DoubleMoveNumber { text: number_text.to_string() },
-                    });
+                    number_warning(
+                        &mut warnings,
+                        PtnError { line, column, kind: PtnErrorKind::DoubleMoveNumber { text: number_text.to_string() } },
+                    );
                 }
                 let ply = start_ply + moves.len();
                 let expected_number = (ply / 2 + 1) as u64;
                 let black = ply % 2 == 1;
                 // `N.` starts white's turn; at the very start of a game where black moves
                 // first, `N.` may also stand before black's move. `N...` is black's move.
-                let ok = number == expected_number
-                    && if dots == 1 { !black || moves.is_empty() } else { black };
+                let ok = number == u64::MAX
+                    || number == expected_number && if dots == 1 { !black || moves.is_empty() } else { black };
                 if !ok {
                     let expected = if black {
                         format!("{expected_number}... (black's move {expected_number})")
                     } else {
                         format!("{expected_number}.")
                     };
-                    return Err(PtnError {
-                        line,
-                        column,
-                        kind: PtnErrorKind::WrongMoveNumber { found: number_text.to_string(), expected },
-                    });
+                    number_warning(
+                        &mut warnings,
+                        PtnError { line, column, kind: PtnErrorKind::WrongMoveNumber { found: number_text.to_string(), expected } },
+                    );
                 }
                 number_pending = true;
                 move_column = column + number_text.chars().count();
@@ -897,6 +922,13 @@ impl Ptn {
                 }
             }
             number_pending = false;
+            if move_text == "--" {
+                let black_first = moves.is_empty() && start.side_to_move() == Color::Black;
+                if !black_first && Some(index) != last_move_word {
+                    warnings.push(PtnError { line, column: move_column, kind: PtnErrorKind::Placeholder });
+                }
+                continue;
+            }
             let mv = parse_move(move_text, size).map_err(|error| PtnError {
                 line,
                 column: move_column + error.offset(),
@@ -907,7 +939,8 @@ impl Ptn {
 
         let result = match (tag_result, result_token) {
             (Some((Some(t), ts)), Some((Some(r), rs, line, column))) if t != r => {
-                return Err(PtnError { line, column, kind: PtnErrorKind::ResultMismatch { tag: ts, token: rs } });
+                warnings.push(PtnError { line, column, kind: PtnErrorKind::ResultMismatch { tag: ts, token: rs } });
+                Some(r)
             }
             (_, Some((Some(r), ..))) => Some(r),
             (Some((r, _)), _) => r,
@@ -915,7 +948,17 @@ impl Ptn {
             (None, Some((None, ..))) => None,
         };
         let start_tps = tps.map(|(_, v)| v.to_string());
-        Ok(Ptn { tags, options, start_tps, moves, result, tps_at })
+        Ok(Ptn { tags, options, start_tps, moves, result, tps_at, warnings })
+    }
+
+    /// Like [`Ptn::parse`], but the first tolerated problem (see [`Ptn::warnings`]) is an
+    /// error.
+    pub fn parse_strict(text: &str) -> Result<Ptn, PtnError> {
+        let ptn = Ptn::parse(text)?;
+        match ptn.warnings.first() {
+            Some(w) => Err(w.clone()),
+            None => Ok(ptn),
+        }
     }
 
     /// The start position: the `TPS` tag's position, or the empty board.

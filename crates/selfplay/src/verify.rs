@@ -1,0 +1,182 @@
+//! `bredon check --run DIR`: verifies every file of a run directory (checksums, finite
+//! weights, legal games, parsable logs) and says what is damaged and what it costs.
+
+use anyhow::Result;
+use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
+use bredon_nn::integrity::{Verified, check_crc, from_checked_json};
+use std::path::{Path, PathBuf};
+
+use crate::config::RunConfig;
+use crate::replay::{GameRecord, list_game_files};
+use crate::rundir::{RunDir, read_state_file};
+
+/// A damaged file and what its damage means for the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Damage {
+    /// The file (or directory).
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: String,
+    /// What is lost and what to do.
+    pub consequence: String,
+}
+
+/// The outcome of [`verify_run`].
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    /// Files read and found intact (checksum verified where the file has one).
+    pub ok: usize,
+    /// Files read without a checksum to verify (written by an older Bredon).
+    pub unverified: Vec<PathBuf>,
+    /// Checkpoint directories without `state.json`: interrupted writes, redone on resume.
+    pub incomplete: Vec<PathBuf>,
+    /// Damaged files.
+    pub damaged: Vec<Damage>,
+    /// Training samples in the intact game records.
+    pub samples: usize,
+    /// Intact game records.
+    pub games: usize,
+}
+
+impl RunReport {
+    fn note(&mut self, path: &Path, r: Result<Verified>, consequence: impl FnOnce() -> String) {
+        match r {
+            Ok(Verified::Ok) => self.ok += 1,
+            Ok(Verified::NoChecksum) => self.unverified.push(path.to_path_buf()),
+            Err(e) => self.damaged.push(Damage {
+                path: path.to_path_buf(),
+                problem: format!("{e:#}"),
+                consequence: consequence(),
+            }),
+        }
+    }
+}
+
+/// Checks every file of the run at `run`: `config.toml`, the `latest`/`best` pointers,
+/// every checkpoint (`state.json`, `model.json`, `model.bpk`, `optimizer.bpk`: checksums
+/// and finite weights), every game record (checksum and legal replay), the generation
+/// log, the arena's ratings and results, and exported models. Errors only if `run` is not
+/// a run directory; damage is reported in the [`RunReport`].
+pub fn verify_run(run: &RunDir) -> Result<RunReport> {
+    let root = run.root();
+    if !run.config_path().is_file() {
+        anyhow::bail!("{} is not a run directory (no config.toml)", root.display());
+    }
+    let mut rep = RunReport::default();
+    rep.note(&run.config_path(), RunConfig::load(&run.config_path()).map(|_| Verified::Ok), || {
+        "the run cannot be resumed until config.toml is repaired (it is the copy made when the run was created)".into()
+    });
+    // Pointers.
+    let latest = run.latest();
+    rep.note(&root.join("latest"), latest.as_ref().map(|_| Verified::Ok).map_err(|e| anyhow::anyhow!("{e:#}")), || {
+        "the run cannot resume: write the name of the newest intact checkpoint into `latest`".into()
+    });
+    if root.join("best").exists() {
+        rep.note(&root.join("best"), run.best().map(|_| Verified::Ok), || {
+            "self-play with gating cannot start: write the name of an intact checkpoint into `best`".into()
+        });
+    }
+    let latest = latest.ok().flatten();
+    // Checkpoints.
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(run.checkpoints_dir())
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if !dir.join("state.json").is_file() {
+            rep.incomplete.push(dir);
+            continue;
+        }
+        let lost = || {
+            if latest.as_deref() == Some(name.as_str()) {
+                format!(
+                    "{name} is the newest checkpoint: the run cannot resume from it; delete {} and write the previous \
+                     checkpoint's name into `latest` (its generation is then trained again from the games on disk)",
+                    dir.display()
+                )
+            } else {
+                format!("checkpoint {name} is lost (it cannot be played, rated or exported); delete {}", dir.display())
+            }
+        };
+        let state = read_state_file(&dir);
+        let opt_crc = state.as_ref().ok().and_then(|s| s.1);
+        rep.note(&dir.join("state.json"), state.map(|s| s.2), lost);
+        rep.note(&dir.join("model.bpk"), load_model_verified(&dir).map(|m| m.2), lost);
+        let opt = dir.join("optimizer.bpk");
+        if opt.exists() {
+            let r = std::fs::read(&opt).map_err(anyhow::Error::from).and_then(|b| check_crc(&b, opt_crc, &opt));
+            rep.note(&opt, r, lost);
+        }
+    }
+    // Games.
+    for path in list_game_files(&run.games_dir())? {
+        let r = GameRecord::load(&path).map(|(_, samples, v)| {
+            rep.games += 1;
+            rep.samples += samples.len();
+            v
+        });
+        rep.note(&path, r, || "this game is skipped by training (the rest of its generation is used)".into());
+    }
+    // Logs.
+    let log = run.logs_dir().join("generations.jsonl");
+    if log.is_file() {
+        rep.note(&log, check_json_lines(&log, false), || {
+            "damaged lines are ignored by the run; only the history of those generations' statistics is lost".into()
+        });
+    }
+    // Arena and exports (any depth: gating keeps its own arena under arena/gating/).
+    for path in files_under(&run.arena_dir()).into_iter().chain(files_under(&root.join("exports"))) {
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if file == "ratings.json" {
+            let r = std::fs::read(&path)
+                .map_err(anyhow::Error::from)
+                .and_then(|b| from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2));
+            rep.note(&path, r, || "rerun `bredon arena` with the same arguments to rewrite the ratings".into());
+        } else if file.ends_with(".jsonl") {
+            rep.note(&path, check_json_lines(&path, true), || {
+                "damaged result lines: remove them and rerun `bredon arena` (it replays only the missing games)".into()
+            });
+        } else if file.ends_with(".bredon") {
+            rep.note(&path, load_exported_verified(&path).map(|m| m.2), || {
+                "export the checkpoint again with `bredon export --run`".into()
+            });
+        }
+    }
+    Ok(rep)
+}
+
+/// Every line of a JSON-lines file parses (a torn last line of an append-only file is
+/// allowed when `append_only`).
+fn check_json_lines(path: &Path, append_only: bool) -> Result<Verified> {
+    let text = std::fs::read(path)?;
+    let text = String::from_utf8(text).map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))?;
+    let complete = if append_only { text.rfind('\n').map_or("", |i| &text[..=i]) } else { &text[..] };
+    for (i, line) in complete.lines().enumerate() {
+        if !line.trim().is_empty() && serde_json::from_str::<serde_json::Value>(line).is_err() {
+            anyhow::bail!("{}:{}: not valid JSON", path.display(), i + 1);
+        }
+    }
+    Ok(Verified::Ok)
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
