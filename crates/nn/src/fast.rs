@@ -91,9 +91,9 @@ impl Isa {
             Isa::Avx512 => {
                 let nv = if n <= 16 {
                     1
-                } else if n % 64 == 0 {
+                } else if n.is_multiple_of(64) {
                     4
-                } else if n % 48 == 0 {
+                } else if n.is_multiple_of(48) {
                     3
                 } else if n <= 32 {
                     2
@@ -330,6 +330,7 @@ unsafe fn kernel(isa: Isa, mr: usize, nv: usize, a: *const *const f32, taps: &[i
 }
 
 /// The portable kernel (8 lanes per "vector").
+#[allow(clippy::needless_range_loop)] // fixed-size accumulator tiles read clearest by index
 unsafe fn kport<const MR: usize, const NV: usize>(a: *const *const f32, taps: &[isize], seg: usize, b: *const f32, out: *mut f32) {
     unsafe {
         let mut acc = [[[0.0f32; 8]; NV]; MR];
@@ -361,6 +362,7 @@ unsafe fn kport<const MR: usize, const NV: usize>(a: *const *const f32, taps: &[
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)] // fixed-size accumulator tiles read clearest by index
 mod x86 {
     use std::arch::x86_64::*;
 

@@ -1,7 +1,7 @@
 //! The network's weights with every BatchNorm folded into the convolution before it.
 //!
-//! In inference a BatchNorm is an affine map per channel, `y = (x - mean) / sqrt(var + eps)
-//! * gamma + beta`, so `conv` followed by it equals one convolution with weights scaled by
+//! In inference a BatchNorm is an affine map per channel,
+//! `y = (x - mean) / sqrt(var + eps) * gamma + beta`, so `conv` followed by it equals one convolution with weights scaled by
 //! `s = gamma / sqrt(var + eps)` per output channel and bias `beta - mean * s`. Both the
 //! fast inference path ([`crate::fast`]) and the ONNX export ([`crate::onnx`]) start from
 //! this form.

@@ -62,6 +62,7 @@ pub fn default_kind() -> InferenceKind {
 }
 
 /// A network ready for inference by either path.
+#[allow(clippy::large_enum_variant)] // one per inference thread; boxing buys nothing
 pub enum Engine {
     /// burn's model and its board size.
     Burn(TakNet, usize),

@@ -314,7 +314,7 @@ impl RunConfig {
             bail!("train.lr_decay = {} must be in (0, 1]", t.lr_decay);
         }
         let last_lr = t.lr_at(u64::MAX);
-        if !(last_lr > 0.0) {
+        if last_lr.is_nan() || last_lr <= 0.0 {
             bail!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
         }
         if t.optimizer != "adam" && t.optimizer != "sgd" {
