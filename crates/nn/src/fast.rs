@@ -16,6 +16,8 @@
 //!   weights are permuted to the channels-last flatten order instead of moving data.
 //! - **Threads**: a batch is split into chunks run on rayon's pool, each with its own
 //!   scratch buffers (reused across calls: no allocation after the first call at a size).
+//!   A batch too small to split (one position, for play and analysis) splits each large
+//!   layer instead: two halves of its rows, or of its column panels, joined per layer.
 //!
 //! The results agree with burn's forward pass to float rounding (see the tests).
 
@@ -223,7 +225,22 @@ struct Gemm<'a> {
     relu: bool,
 }
 
-fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32]) {
+/// Fewest multiply-adds for which a layer is split over two threads (below it the
+/// fork-join costs more than it saves).
+const PAR_MIN_FLOPS: usize = 1 << 17;
+
+/// `out` as a pointer that may cross threads: the two halves of a split layer write
+/// disjoint elements.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: only used by `gemm`, whose parallel halves write disjoint rows or columns.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// Computes the layer `g` with weights `w` into `out`. With `split`, a layer large enough
+/// is cut into two halves (by rows, or by column panels when there are too few rows) run
+/// by `rayon::join`: this is how a single position (batch 1) uses both cores.
+fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
     let rows = g.a_rows.len();
     assert_eq!(g.out_rows.len(), rows);
     assert_eq!(g.taps.len() * g.seg, w.k, "layer input size");
@@ -237,28 +254,58 @@ fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32]) {
     let omax = g.out_rows.iter().copied().max().unwrap_or(0);
     assert!(omax + w.n <= out.len(), "output rows out of range");
 
+    let out = OutPtr(out.as_mut_ptr());
+    let parts = if split && rows * w.k * w.n >= PAR_MIN_FLOPS && rayon::current_num_threads() > 1 {
+        if rows >= 2 * w.mr {
+            let half = (rows / 2).div_ceil(w.mr) * w.mr;
+            Some(((0..w.panels, 0..half), (0..w.panels, half..rows)))
+        } else if w.panels >= 2 {
+            let half = w.panels / 2;
+            Some(((0..half, 0..rows), (half..w.panels, 0..rows)))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    match parts {
+        // SAFETY (both arms): bounds checked above; the halves write disjoint output rows
+        // (distinct `out_rows`) or disjoint column ranges of them.
+        Some(((p1, r1), (p2, r2))) => {
+            rayon::join(|| unsafe { gemm_part(isa, w, g, out, p1, r1) }, || unsafe { gemm_part(isa, w, g, out, p2, r2) });
+        }
+        None => unsafe { gemm_part(isa, w, g, out, 0..w.panels, 0..rows) },
+    }
+}
+
+/// Column panels `panels` of rows `rows` of the layer.
+///
+/// # Safety
+/// The bounds checks of [`gemm`] hold, and no other thread writes the same elements of `out`.
+unsafe fn gemm_part(isa: Isa, w: &Packed, g: &Gemm, out: OutPtr, panels: std::ops::Range<usize>, rows: std::ops::Range<usize>) {
     let mut tile = [0.0f32; MAX_TILE];
     let nr = w.nr;
-    for p in 0..w.panels {
+    for p in panels {
         // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats).
         let bp = unsafe { w.w.as_slice().as_ptr().add(p * w.k * nr) };
         let j0 = p * nr;
         let jn = nr.min(w.n - j0);
         let bias = &w.bias[j0..j0 + jn];
-        let mut m0 = 0;
-        while m0 < rows {
-            let mr = w.mr.min(rows - m0);
+        let mut m0 = rows.start;
+        while m0 < rows.end {
+            let mr = w.mr.min(rows.end - m0);
             let mut ap = [std::ptr::null::<f32>(); MAX_MR];
             for (i, a) in ap.iter_mut().enumerate().take(mr) {
-                // SAFETY: in range, checked above.
+                // SAFETY: in range, checked by `gemm`.
                 *a = unsafe { g.a.as_ptr().add(g.a_rows[m0 + i]) };
             }
             // SAFETY: the row pointers plus every tap offset plus `seg` stay inside `a`
-            // (checked above); the panel holds `k * nr` floats; the tile holds `mr * nr`.
+            // (checked by `gemm`); the panel holds `k * nr` floats; the tile holds `mr * nr`.
             unsafe { kernel(isa, mr, w.nv, ap.as_ptr(), g.taps, g.seg, bp, tile.as_mut_ptr()) };
             for i in 0..mr {
                 let o = g.out_rows[m0 + i] + j0;
-                let dst = &mut out[o..o + jn];
+                // SAFETY: in range (checked by `gemm`), and written by this thread only.
+                let dst = unsafe { std::slice::from_raw_parts_mut(out.0.add(o), jn) };
                 let acc = &tile[i * nr..i * nr + jn];
                 match (g.residual, g.relu) {
                     (false, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = a + b),
@@ -577,7 +624,15 @@ impl FastNet {
         let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
         if chunks == 1 {
             let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
-            self.forward_chunk(positions, logits, values, &mut s);
+            if rayon::current_num_threads() > 1 && rayon::current_thread_index().is_none() {
+                // Run on a pool thread: the per-layer joins then hand their second half to
+                // a worker that is still awake from the previous layer, instead of
+                // injecting a job from outside the pool each time (tens of microseconds).
+                let s: &mut Scratch = &mut s;
+                rayon::scope(|_| self.forward_chunk(positions, logits, values, s, true));
+            } else {
+                self.forward_chunk(positions, logits, values, &mut s, true);
+            }
             return;
         }
         let per = b.div_ceil(chunks);
@@ -588,7 +643,7 @@ impl FastNet {
             .enumerate()
             .for_each(|(i, ((ps, l), v))| {
                 let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
-                self.forward_chunk(ps, l, v, &mut s);
+                self.forward_chunk(ps, l, v, &mut s, false);
             });
     }
 
@@ -625,7 +680,7 @@ impl FastNet {
         s.capacity = b;
     }
 
-    fn forward_chunk(&self, positions: &[&Position], logits: &mut [f32], values: &mut [f32], s: &mut Scratch) {
+    fn forward_chunk(&self, positions: &[&Position], logits: &mut [f32], values: &mut [f32], s: &mut Scratch, split: bool) {
         let b = positions.len();
         self.reserve(s, b);
         let n = self.size();
@@ -652,6 +707,7 @@ impl FastNet {
             &self.stem,
             &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: PLANES, out_rows: rows_c, residual: false, relu: true },
             &mut s.h,
+            split,
         );
         for (conv1, conv2) in &self.blocks {
             gemm(
@@ -659,12 +715,14 @@ impl FastNet {
                 conv1,
                 &Gemm { a: &s.h, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: false, relu: true },
                 &mut s.y,
+                split,
             );
             gemm(
                 isa,
                 conv2,
                 &Gemm { a: &s.y, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: true, relu: true },
                 &mut s.h,
+                split,
             );
         }
         gemm(
@@ -672,6 +730,7 @@ impl FastNet {
             &self.head,
             &Gemm { a: &s.h, a_rows: rows_c, taps: &[0], seg: c, out_rows: &s.rows_head[..m], residual: false, relu: true },
             &mut s.head,
+            split,
         );
         let heads = self.head.n;
         let pf = self.config.policy_filters;
@@ -694,6 +753,7 @@ impl FastNet {
                 relu: false,
             },
             logits,
+            split,
         );
         gemm(
             isa,
@@ -708,6 +768,7 @@ impl FastNet {
                 relu: true,
             },
             &mut s.hid,
+            split,
         );
         let hidden = self.value_fc1.n;
         for (i, v) in values.iter_mut().enumerate() {
