@@ -133,11 +133,11 @@ impl Player for RandomPlayer {
     }
 }
 
-/// PUCT Monte Carlo tree search with any [`Evaluator`] and a fixed number of visits per
-/// move. With [`crate::UniformEvaluator`] it is the uniform-policy baseline.
+/// Monte Carlo tree search (PUCT or Gumbel, by its config) with any [`Evaluator`]. With [`crate::UniformEvaluator`] it is the uniform-policy baseline.
 ///
-/// Budget per move: `MoveLimits::nodes` if given, else `MoveLimits::movetime` (searched
-/// until the deadline), else the player's own visit count; the clock is not used.
+/// Budget per move: on a game clock, the time [`bredon_mcts::clock_budget`] gives (the
+/// same time management as `bredon tei`); otherwise `MoveLimits::nodes` if given, else
+/// `MoveLimits::movetime` (searched until the deadline), else the player's own visits.
 /// The search is `bredon_mcts::Search` with a fresh tree each move and no root noise
 /// (see [`crate::search_glue`]).
 pub struct MctsPlayer {
@@ -195,11 +195,44 @@ impl Player for MctsPlayer {
 
     fn choose_move(&mut self, pos: &Position, _history: &[Move], limits: &MoveLimits) -> Result<Move, PlayerError> {
         use crate::search_glue::{Budget, search_best_move};
-        let budget = match (limits.nodes, limits.movetime) {
-            (Some(n), _) => Budget::Visits(n.max(1)),
-            (None, Some(t)) => Budget::Time(t),
-            (None, None) => Budget::Visits(self.visits as u64),
+        let budget = match (limits.clock, limits.nodes, limits.movetime) {
+            (Some(c), _, _) => {
+                let (left, inc) = if pos.side_to_move() == bredon_rules::Color::White { (c.wtime, c.winc) } else { (c.btime, c.binc) };
+                Budget::Time(bredon_mcts::clock_budget(left.as_millis() as u64, inc.as_millis() as u64))
+            }
+            (None, Some(n), _) => Budget::Visits(n.max(1)),
+            (None, None, Some(t)) => Budget::Time(t),
+            (None, None, None) => Budget::Visits(self.visits as u64),
         };
         search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn on_a_clock_the_search_thinks_for_the_clock_budget() {
+        let pos = Position::new(5).unwrap();
+        let mut player = MctsPlayer::uniform(1, 1);
+        // One visit, no clock: immediate.
+        let t = Instant::now();
+        player.choose_move(&pos, &[], &MoveLimits::nodes(1)).unwrap();
+        let one_visit = t.elapsed();
+        // The same limits with 4 s on white's clock: clock_budget(4000, 0) = 190 ms.
+        let clock = ClockState {
+            wtime: Duration::from_millis(4000),
+            btime: Duration::from_millis(10),
+            winc: Duration::ZERO,
+            binc: Duration::ZERO,
+        };
+        let limits = MoveLimits { clock: Some(clock), ..MoveLimits::nodes(1) };
+        let t = Instant::now();
+        player.choose_move(&pos, &[], &limits).unwrap();
+        let on_clock = t.elapsed();
+        assert!(on_clock >= Duration::from_millis(150), "thought {on_clock:?} (one visit took {one_visit:?})");
+        assert!(on_clock < Duration::from_secs(2), "thought {on_clock:?}, far beyond its budget");
     }
 }

@@ -7,10 +7,10 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name`, `tactics` |
-//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name`, `tactics` |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name`, `tactics`, `search` (`puct` or `gumbel`) |
+//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name`, `tactics`, `search` |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
-//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name`, `tactics` |
+//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name`, `tactics`, `search` |
 //!
 //! Examples: `uniform:200`, `random;seed=7`,
 //! `tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4`.
@@ -53,6 +53,9 @@ pub enum PlayerSpec {
         /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
         #[serde(default)]
         tactics: Option<bool>,
+        /// Search algorithm (`search=puct|gumbel`; default PUCT).
+        #[serde(default)]
+        search: Option<bredon_mcts::Algorithm>,
     },
     /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
     /// `Uniform` (value 0 everywhere), gets stronger with more visits.
@@ -71,6 +74,9 @@ pub enum PlayerSpec {
         /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
         #[serde(default)]
         tactics: Option<bool>,
+        /// Search algorithm (`search=puct|gumbel`; default PUCT).
+        #[serde(default)]
+        search: Option<bredon_mcts::Algorithm>,
     },
     /// An external TEI engine.
     Tei {
@@ -96,6 +102,9 @@ pub enum PlayerSpec {
         /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
         #[serde(default)]
         tactics: Option<bool>,
+        /// Search algorithm (`search=puct|gumbel`; default PUCT).
+        #[serde(default)]
+        search: Option<bredon_mcts::Algorithm>,
     },
 }
 
@@ -130,11 +139,22 @@ impl Entrant {
     }
 }
 
-/// The match search settings with the player's `tactics` choice (default on).
-fn search_config(tactics: Option<bool>) -> crate::search_glue::SearchConfig {
+/// The match search settings with the player's `tactics` (default on) and `search`
+/// (default PUCT) choices.
+fn search_config(tactics: Option<bool>, search: Option<bredon_mcts::Algorithm>) -> crate::search_glue::SearchConfig {
     let mut config = crate::search_glue::match_search_config();
     config.tactics = tactics.unwrap_or(config.tactics);
+    config.algorithm = search.unwrap_or(config.algorithm);
     config
+}
+
+/// A `puct`/`gumbel` setting.
+fn parse_algorithm(k: &str, v: &str) -> anyhow::Result<bredon_mcts::Algorithm> {
+    match v.to_ascii_lowercase().as_str() {
+        "puct" => Ok(bredon_mcts::Algorithm::Puct),
+        "gumbel" => Ok(bredon_mcts::Algorithm::Gumbel),
+        _ => bail!("setting {k}={v:?}: expected puct or gumbel"),
+    }
 }
 
 /// An `on`/`off` setting.
@@ -174,7 +194,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
             }
-            PlayerSpec::Uniform { visits, seed: s, tactics, .. } => {
+            PlayerSpec::Uniform { visits, seed: s, tactics, search, .. } => {
                 if visits == 0 {
                     bail!("uniform player needs at least 1 visit");
                 }
@@ -183,11 +203,11 @@ impl PlayerSpec {
                 let limits = MoveLimits::nodes(visits as u64);
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
-                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics)))
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search)))
                         as Box<dyn Player>)
                 }))
             }
-            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, .. } => {
+            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, .. } => {
                 if visits == 0 || rollouts == Some(0) {
                     bail!("rollout player needs at least 1 visit and 1 rollout");
                 }
@@ -197,7 +217,7 @@ impl PlayerSpec {
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search)))
                         as Box<dyn Player>)
                 }))
             }
@@ -213,7 +233,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, tactics, .. } => {
+            PlayerSpec::Checkpoint { path, visits, tactics, search, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path)
                     .with_context(|| format!("checkpoint player {}", path.display()))?;
@@ -225,7 +245,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 let v = limits.nodes.unwrap_or(100) as u32;
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search)))
                         as Box<dyn Player>)
                 }))
             }
@@ -276,16 +296,17 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut tactics) = (None, None, None);
+                let (mut seed, mut name, mut tactics, mut search) = (None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
+                        "search" => search = Some(parse_algorithm(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Uniform { visits, seed, name, tactics }
+                PlayerSpec::Uniform { visits, seed, name, tactics, search }
             }
             "rollout" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
@@ -293,17 +314,18 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts, mut tactics) = (None, None, None, None);
+                let (mut seed, mut name, mut rollouts, mut tactics, mut search) = (None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
                         "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
+                        "search" => search = Some(parse_algorithm(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics }
+                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search }
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
@@ -337,7 +359,7 @@ impl FromStr for PlayerSpec {
             }
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
-                let (mut visits, mut name, mut tactics) = (None, None, None);
+                let (mut visits, mut name, mut tactics, mut search) = (None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
@@ -345,10 +367,11 @@ impl FromStr for PlayerSpec {
                         }
                         "name" => name = Some(v.clone()),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
+                        "search" => search = Some(parse_algorithm(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search }
             }
             "" => bail!("empty player description"),
             other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
@@ -374,8 +397,20 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None }
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None }
         );
+        assert_eq!(
+            "rollout:30;search=gumbel;tactics=off".parse::<PlayerSpec>().unwrap(),
+            PlayerSpec::Rollout {
+                visits: 30,
+                rollouts: None,
+                seed: None,
+                name: None,
+                tactics: Some(false),
+                search: Some(bredon_mcts::Algorithm::Gumbel)
+            }
+        );
+        assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
         assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
         let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
         match &t {

@@ -108,9 +108,15 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// A checkpoint of `run` as a player named after it.
-fn checkpoint_spec(run: &RunDir, name: &str) -> PlayerSpec {
-    PlayerSpec::Checkpoint { path: run.checkpoint_dir(name), visits: None, name: Some(name.to_string()), tactics: None }
+/// A checkpoint of `run` as a player named after it, searching with the run's algorithm.
+fn checkpoint_spec(run: &RunDir, cfg: &RunConfig, name: &str) -> PlayerSpec {
+    PlayerSpec::Checkpoint {
+        path: run.checkpoint_dir(name),
+        visits: None,
+        name: Some(name.to_string()),
+        tactics: None,
+        search: Some(cfg.search.algorithm),
+    }
 }
 
 /// Match settings for games on a run's board (size, komi) with all cores.
@@ -185,7 +191,7 @@ pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<
         }
         GateTest::Fixed => GateConfig::Fixed { games: g.games as u64, threshold: g.threshold },
     };
-    let entrants = entrants_from_specs(&config, &[checkpoint_spec(&run, &candidate), checkpoint_spec(&run, &incumbent)])?;
+    let entrants = entrants_from_specs(&config, &[checkpoint_spec(&run, cfg, &candidate), checkpoint_spec(&run, cfg, &incumbent)])?;
     let report = run_gate(&config, &entrants[0], &entrants[1], &gate, &run.arena_dir().join("gating"))?;
     let accepted = report.state == GateState::AcceptH1;
     run.set_best(if accepted { &candidate } else { &incumbent })?;
@@ -256,7 +262,7 @@ pub fn rate_run(run_path: &Path, ladder: &LadderOptions, config: MatchConfig) ->
         ladder.baselines.clone()
     };
     let baselines = parse_specs(&baselines)?;
-    let ckpt_specs: Vec<PlayerSpec> = checkpoints.iter().map(|name| checkpoint_spec(&run, name)).collect();
+    let ckpt_specs: Vec<PlayerSpec> = checkpoints.iter().map(|name| checkpoint_spec(&run, &run_cfg, name)).collect();
     let out = run.arena_dir();
     config.elo = EloOptions { anchor: Some(checkpoints[0].clone()), ..config.elo.clone() };
 

@@ -5,7 +5,7 @@
 //! kept between moves of a game when the next `position` extends the previous one.
 
 use anyhow::Result;
-use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator};
+use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, clock_budget};
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
 use rand::SeedableRng;
@@ -342,14 +342,6 @@ fn say<W: Write>(out: &Mutex<W>, line: &str) {
     let _ = w.flush();
 }
 
-/// Time to spend on a move with `time_ms` left and `inc_ms` increment: a twentieth of
-/// the clock plus most of the increment, never more than a third of what is left.
-pub fn clock_budget(time_ms: u64, inc_ms: u64) -> Duration {
-    let spend = time_ms / 20 + inc_ms * 3 / 4;
-    let cap = time_ms / 3;
-    Duration::from_millis(spend.min(cap).saturating_sub(10).max(1))
-}
-
 /// A search result's value as TEI `score cp`, on the scale Tak match runners and engines
 /// (Tiltak) use: 100 × the expected score for the side to move, so an unproven value is
 /// in [-100, 100] and `cp / 100` reads as the value itself. A proven result is reported
@@ -505,11 +497,7 @@ mod tests {
     }
 
     #[test]
-    fn clock_budget_is_sane() {
-        assert!(clock_budget(60_000, 0) >= Duration::from_millis(2900));
-        assert!(clock_budget(60_000, 0) <= Duration::from_millis(3000));
-        assert!(clock_budget(300, 10_000) <= Duration::from_millis(100));
-        assert!(clock_budget(0, 0) >= Duration::from_millis(1));
+    fn value_to_cp_uses_the_runners_scale() {
         assert_eq!(value_to_cp(0.0, false, 3), 0);
         assert_eq!(value_to_cp(0.5, false, 3), 50);
         assert_eq!(value_to_cp(-0.999, false, 3), -100);

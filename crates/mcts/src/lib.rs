@@ -17,8 +17,10 @@ pub mod baseline;
 pub mod config;
 pub mod evaluator;
 pub mod search;
+pub mod time;
 
 pub use baseline::{RolloutEvaluator, UniformEvaluator};
-pub use config::SearchConfig;
+pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use search::{Search, SearchLimits, SearchResult};
+pub use time::clock_budget;

@@ -1,6 +1,6 @@
 //! The search tree and the PUCT playout loop.
 
-use crate::config::SearchConfig;
+use crate::config::{Algorithm, SearchConfig};
 use crate::evaluator::Evaluator;
 use bredon_rules::{Move, Position};
 use rand::Rng;
@@ -36,6 +36,8 @@ struct Node {
     expanded: bool,
     terminal: bool,
     proof: Proof,
+    /// The network's value of this node for its side to move (set at expansion).
+    eval: f32,
 }
 
 impl Node {
@@ -51,6 +53,7 @@ impl Node {
             expanded: false,
             terminal: false,
             proof: Proof::Unknown,
+            eval: 0.0,
         }
     }
 }
@@ -87,6 +90,9 @@ pub struct SearchResult {
     pub root_visits: u64,
     /// Whether the root's value is proven (a forced result).
     pub proven: bool,
+    /// Gumbel search only: the improved policy softmax(logits + σ(completed Q)) over the
+    /// root moves, the policy training target (PUCT trains on `visits`).
+    pub improved_policy: Option<Vec<(Move, f32)>>,
 }
 
 impl SearchResult {
@@ -99,7 +105,8 @@ impl SearchResult {
 
     /// Like [`SearchResult::select_move`], `None` if the root has no moves.
     pub fn try_select_move(&self, temperature: f32, rng: &mut impl Rng) -> Option<Move> {
-        if temperature <= 1e-3 || self.proven {
+        if temperature <= 1e-3 || self.proven || self.improved_policy.is_some() {
+            // Gumbel search samples through its root noise: its choice is already drawn.
             return self.best_move;
         }
         let weights: Vec<f64> =
@@ -166,6 +173,8 @@ pub struct Search {
     nodes: Vec<Node>,
     root: u32,
     noise_applied: bool,
+    /// Gumbel search: the root move chosen by the last sequential halving.
+    gumbel_choice: Option<Move>,
     // Scratch buffers reused across playouts.
     paths: Vec<u32>,
     path: Vec<u32>,
@@ -183,6 +192,7 @@ impl Search {
             nodes,
             root: 0,
             noise_applied: false,
+            gumbel_choice: None,
             paths: Vec::new(),
             path: Vec::new(),
             move_buf: Vec::new(),
@@ -270,6 +280,7 @@ impl Search {
         self.nodes = fresh;
         self.root = 0;
         self.noise_applied = false;
+        self.gumbel_choice = None;
     }
 
     /// Searches until the root has `visits` visits.
@@ -296,6 +307,10 @@ impl Search {
         {
             return r;
         }
+        self.gumbel_choice = None;
+        if self.config.algorithm == Algorithm::Gumbel {
+            return self.run_gumbel(evaluator, limits, rng, on_progress);
+        }
         loop {
             let root_visits = self.nodes[self.root as usize].visits as u64;
             if limits.visits.is_some_and(|v| root_visits >= v)
@@ -311,7 +326,7 @@ impl Search {
                 self.apply_noise(rng);
             }
             let budget = limits.visits.map_or(u64::MAX, |v| v - root_visits);
-            let done = self.step(evaluator, budget.min(self.config.leaf_batch.max(1) as u64) as usize);
+            let done = self.step(evaluator, budget.min(self.config.leaf_batch.max(1) as u64) as usize, &[]);
             if done == 0 {
                 break;
             }
@@ -344,6 +359,7 @@ impl Search {
             playouts: 0,
             root_visits,
             proven: true,
+            improved_policy: None,
         })
     }
 
@@ -369,8 +385,11 @@ impl Search {
     }
 
     /// One round: gathers up to `max_leaves` leaves, evaluates them in one batch, backs
-    /// up. Returns the number of playouts completed (terminal ones included).
-    fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, max_leaves: usize) -> usize {
+    /// up. Returns the number of playouts completed (terminal ones included). With
+    /// `forced` non-empty, playout `i` goes through root child `forced[i]` (at most
+    /// `forced.len()` playouts).
+    fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, max_leaves: usize, forced: &[u32]) -> usize {
+        let max_leaves = if forced.is_empty() { max_leaves } else { forced.len() };
         let mut leaves: Vec<Leaf> = Vec::with_capacity(max_leaves);
         self.paths.clear();
         let mut done = 0;
@@ -381,6 +400,12 @@ impl Search {
             self.path.clear();
             let mut node = self.root;
             self.path.push(node);
+            if !forced.is_empty() {
+                let Some(&child) = forced.get(attempts - 1) else { break };
+                pos.make(self.nodes[child as usize].mv);
+                node = child;
+                self.path.push(node);
+            }
             let collision = loop {
                 let n = &self.nodes[node as usize];
                 if n.terminal {
@@ -482,6 +507,7 @@ impl Search {
                 self.nodes[p as usize].in_flight -= 1;
             }
             self.expand(leaf.node, &leaf.moves, &ev.policy);
+            self.nodes[leaf.node as usize].eval = ev.value.clamp(-1.0, 1.0);
             let first = self.nodes[leaf.node as usize].first_child;
             for &i in &leaf.losing {
                 let child = &mut self.nodes[(first + i as u32) as usize];
@@ -551,6 +577,9 @@ impl Search {
         if let Some(i) = kids.iter().position(|c| c.proof == Proof::Win) {
             return (first + i) as u32;
         }
+        if self.config.algorithm == Algorithm::Gumbel {
+            return self.gumbel_select(node);
+        }
         let parent_visits = n.visits + n.in_flight;
         let c = self.config.c_at(n.visits);
         let sqrt_n = (parent_visits.max(1) as f32).sqrt();
@@ -612,6 +641,241 @@ impl Search {
         })
     }
 
+    /// Gumbel AlphaZero's root search: Gumbel-top-k candidates, sequential halving of
+    /// the budget among them, the final choice by `g + logits + σ(completed Q)`.
+    ///
+    /// The budget is the visit limit when there is one; under a deadline it is
+    /// re-estimated before every halving phase from the playout rate so far; with
+    /// neither (`go infinite`), or when budget is left after the halving ends, a new
+    /// halving cycle starts among the best candidates with a budget as large as the
+    /// root's visits so far (so cycles double).
+    fn run_gumbel<E: Evaluator + ?Sized>(
+        &mut self,
+        evaluator: &E,
+        limits: &SearchLimits,
+        rng: &mut impl Rng,
+        mut on_progress: impl FnMut(&SearchResult),
+    ) -> SearchResult {
+        let start = Instant::now();
+        let mut last_progress = start;
+        let mut playouts = 0u64;
+        let root_visits = |s: &Search| s.nodes[s.root as usize].visits as u64;
+        let out_of_budget = |s: &Search| {
+            limits.visits.is_some_and(|v| root_visits(s) >= v)
+                || limits.stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+                || limits.deadline.is_some_and(|d| Instant::now() >= d)
+                || s.nodes[s.root as usize].proof != Proof::Unknown
+        };
+        if !self.nodes[self.root as usize].expanded {
+            if out_of_budget(self) && root_visits(self) > 0 {
+                return self.result(0);
+            }
+            playouts += self.step(evaluator, 1, &[]) as u64;
+        }
+        let root = &self.nodes[self.root as usize];
+        let (first, k) = (root.first_child, root.children as usize);
+        if k == 0 {
+            return self.result(playouts);
+        }
+        // Gumbel noise only where the search explores (self-play); matches use g = 0.
+        let noise: Vec<f32> = (0..k)
+            .map(|_| {
+                if self.config.root_noise {
+                    let u: f32 = rng.random::<f32>().clamp(1e-12, 1.0 - 1e-7);
+                    -(-u.ln()).ln()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let logit = |s: &Search, i: usize| s.nodes[first as usize + i].prior.max(1e-30).ln();
+        // The score that halving ranks by and the final choice maximises.
+        let score = |s: &Search, i: usize, q: &[f32], max_n: u32| {
+            if s.nodes[first as usize + i].proof == Proof::Loss {
+                return f32::NEG_INFINITY;
+            }
+            noise[i] + logit(s, i) + s.config.gumbel_sigma(q[i], max_n)
+        };
+        let rank = |s: &Search, cands: &mut Vec<usize>| {
+            let q = s.completed_q(s.root);
+            let max_n = s.children(s.root).iter().map(|c| c.visits).max().unwrap_or(0);
+            cands.sort_by(|&a, &b| score(s, b, &q, max_n).total_cmp(&score(s, a, &q, max_n)));
+        };
+        let m = self.config.gumbel_actions.clamp(1, k);
+        let mut cands: Vec<usize> = (0..k).collect();
+        // Gumbel-top-k: before any visit, σ is the same for every move.
+        cands.sort_by(|&a, &b| (noise[b] + logit(self, b)).total_cmp(&(noise[a] + logit(self, a))));
+        let open: Vec<usize> = cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
+        if !open.is_empty() {
+            cands = open;
+        }
+        cands.truncate(m);
+        let mut cycle_start = root_visits(self);
+        let mut cycle_budget = limits.visits.map_or((4 * m as u64).max(cycle_start), |v| v.saturating_sub(cycle_start));
+        'search: while !out_of_budget(self) {
+            // One halving phase among `cands`.
+            let phases = (usize::BITS - (cands.len() - 1).leading_zeros()).max(1) as u64;
+            let remaining = match (limits.visits, limits.deadline) {
+                (Some(v), _) if limits.deadline.is_none() => v.saturating_sub(root_visits(self)),
+                (v, Some(d)) => {
+                    let elapsed = start.elapsed().as_secs_f64();
+                    let est = if playouts >= 8 && elapsed > 0.0 {
+                        (playouts as f64 / elapsed * d.saturating_duration_since(Instant::now()).as_secs_f64()) as u64
+                    } else {
+                        cands.len() as u64 // a first phase of one visit each measures the rate
+                    };
+                    v.map_or(est, |v| est.min(v.saturating_sub(root_visits(self))))
+                }
+                _ => (cycle_start + cycle_budget).saturating_sub(root_visits(self)),
+            };
+            let per = if cands.len() <= 2 {
+                remaining / cands.len() as u64
+            } else {
+                remaining / (phases * cands.len() as u64)
+            }
+            .max(1);
+            let targets: Vec<u64> = cands.iter().map(|&i| self.nodes[first as usize + i].visits as u64 + per).collect();
+            loop {
+                if out_of_budget(self) {
+                    break 'search;
+                }
+                let batch = self.config.leaf_batch.max(1);
+                let mut forced = Vec::with_capacity(batch);
+                let mut want: Vec<u64> = cands
+                    .iter()
+                    .zip(&targets)
+                    .map(|(&i, &t)| t.saturating_sub(self.nodes[first as usize + i].visits as u64))
+                    .collect();
+                if let Some(v) = limits.visits {
+                    let room = v.saturating_sub(root_visits(self)) as usize;
+                    if room == 0 {
+                        break 'search;
+                    }
+                }
+                'fill: while forced.len() < batch {
+                    let mut any = false;
+                    for (j, &i) in cands.iter().enumerate() {
+                        if want[j] > 0 && forced.len() < batch {
+                            forced.push(first + i as u32);
+                            want[j] -= 1;
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        break 'fill;
+                    }
+                }
+                if let Some(v) = limits.visits {
+                    forced.truncate(v.saturating_sub(root_visits(self)) as usize);
+                }
+                if forced.is_empty() {
+                    break; // phase done
+                }
+                let done = self.step(evaluator, forced.len(), &forced);
+                if done == 0 {
+                    break 'search;
+                }
+                playouts += done as u64;
+                if let Some(every) = limits.progress_every
+                    && last_progress.elapsed() >= every
+                {
+                    last_progress = Instant::now();
+                    self.gumbel_choice = cands.first().map(|&i| self.nodes[first as usize + i].mv);
+                    on_progress(&self.result(playouts));
+                }
+            }
+            rank(self, &mut cands);
+            if cands.len() > 1 {
+                cands.truncate(cands.len().div_ceil(2));
+            } else {
+                // Halving is over with budget left: a new cycle among the best moves.
+                cands = (0..k).collect();
+                rank(self, &mut cands);
+                let open: Vec<usize> = cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
+                if !open.is_empty() {
+                    cands = open;
+                }
+                cands.truncate(m);
+                cycle_start = root_visits(self);
+                cycle_budget = limits.visits.map_or(cycle_start.max(4 * m as u64), |v| v.saturating_sub(cycle_start));
+            }
+        }
+        rank(self, &mut cands);
+        self.gumbel_choice = cands.first().map(|&i| self.nodes[first as usize + i].mv);
+        self.result(playouts)
+    }
+
+    /// The completed Q of the Gumbel paper for every child of `node`, from the view of
+    /// the player choosing at `node`, in [-1, 1]: a visited (or proven) child's mean value;
+    /// an unvisited one gets `v_mix`, the network's value at `node` mixed with the
+    /// prior-weighted values of the visited children.
+    fn completed_q(&self, node: u32) -> Vec<f32> {
+        let n = &self.nodes[node as usize];
+        let kids = self.children(node);
+        let known = |c: &Node| match c.proof {
+            Proof::Win => Some(1.0),
+            Proof::Loss => Some(-1.0),
+            Proof::Draw => Some(0.0),
+            Proof::Unknown if c.visits > 0 => Some(c.value_sum / c.visits as f32),
+            Proof::Unknown => None,
+        };
+        let (mut sum_n, mut mass, mut pq) = (0.0f32, 0.0f32, 0.0f32);
+        for c in kids {
+            sum_n += c.visits as f32;
+            if let Some(q) = known(c) {
+                mass += c.prior;
+                pq += c.prior * q;
+            }
+        }
+        let v_mix = if mass > 0.0 { (n.eval + sum_n * pq / mass) / (1.0 + sum_n) } else { n.eval };
+        kids.iter().map(|c| known(c).unwrap_or(v_mix).clamp(-1.0, 1.0)).collect()
+    }
+
+    /// The improved policy softmax(logits + σ(completed Q)) over the children of `node`
+    /// (proven losses get nothing while another move is open).
+    fn improved_policy(&self, node: u32) -> Vec<f32> {
+        let kids = self.children(node);
+        let q = self.completed_q(node);
+        let max_n = kids.iter().map(|c| c.visits + c.in_flight).max().unwrap_or(0);
+        let all_lost = kids.iter().all(|c| c.proof == Proof::Loss);
+        let z: Vec<f32> = kids
+            .iter()
+            .zip(&q)
+            .map(|(c, &q)| {
+                if c.proof == Proof::Loss && !all_lost {
+                    f32::NEG_INFINITY
+                } else {
+                    c.prior.max(1e-30).ln() + self.config.gumbel_sigma(q, max_n)
+                }
+            })
+            .collect();
+        let top = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut p: Vec<f32> = z.iter().map(|&x| (x - top).exp()).collect();
+        let sum: f32 = p.iter().sum();
+        p.iter_mut().for_each(|x| *x /= sum);
+        p
+    }
+
+    /// The Gumbel paper's deterministic selection below the root: the child whose share
+    /// of visits lags furthest behind the improved policy (pending visits count).
+    fn gumbel_select(&self, node: u32) -> u32 {
+        let n = &self.nodes[node as usize];
+        let first = n.first_child;
+        let kids = self.children(node);
+        let pi = self.improved_policy(node);
+        let total: u32 = kids.iter().map(|c| c.visits + c.in_flight).sum();
+        let mut best = 0;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, c) in kids.iter().enumerate() {
+            let score = pi[i] - (c.visits + c.in_flight) as f32 / (1.0 + total as f32);
+            if score > best_score {
+                best_score = score;
+                best = i;
+            }
+        }
+        first + best as u32
+    }
+
     /// The current result without searching more.
     pub fn result(&self, playouts: u64) -> SearchResult {
         let root = &self.nodes[self.root as usize];
@@ -636,14 +900,41 @@ impl Search {
                 break;
             }
         }
+        let mut best_move = self.best_child(self.root).map(|c| c.mv);
+        let mut improved_policy = None;
+        if self.config.algorithm == Algorithm::Gumbel && root.expanded && root.children > 0 {
+            let kids = self.children(self.root);
+            let pi = self.improved_policy(self.root);
+            improved_policy = Some(kids.iter().zip(&pi).map(|(c, &p)| (c.mv, p)).collect());
+            // The halving's choice, unless a move is proven to win or the choice is lost.
+            let won = kids.iter().any(|c| c.proof == Proof::Win);
+            if let Some(mv) = self.gumbel_choice
+                && !won
+                && kids.iter().any(|c| c.mv == mv && c.proof != Proof::Loss)
+                && best_move != Some(mv)
+            {
+                best_move = Some(mv);
+                let child = kids.iter().position(|c| c.mv == mv).expect("a root child") as u32 + root.first_child;
+                pv = vec![mv];
+                let mut node = child;
+                while let Some(c) = self.best_child(node) {
+                    if (c.visits == 0 && c.proof != Proof::Win) || pv.len() > 64 {
+                        break;
+                    }
+                    pv.push(c.mv);
+                    node = ((c as *const Node as usize - self.nodes.as_ptr() as usize) / std::mem::size_of::<Node>()) as u32;
+                }
+            }
+        }
         SearchResult {
-            best_move: self.best_child(self.root).map(|c| c.mv),
+            best_move,
             visits,
             value: value.clamp(-1.0, 1.0),
             pv,
             playouts,
             root_visits: root.visits as u64,
             proven,
+            improved_policy,
         }
     }
 }

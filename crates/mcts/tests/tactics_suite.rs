@@ -1,8 +1,8 @@
 //! The tactics suite (real games in shared/data/games and tactics/selfplay.tps): with
-//! the tactical checks, the uniform search at 64 visits plays every road in one and
+//! the tactical checks, the uniform search at 64 visits (PUCT and Gumbel) plays every road in one and
 //! never plays into a road in one when a blocking move exists.
 
-use bredon_mcts::{Search, SearchConfig, UniformEvaluator};
+use bredon_mcts::{Algorithm, Search, SearchConfig, UniformEvaluator};
 use bredon_rules::tactics::{Tactic, TacticPosition, classify, read_positions};
 use bredon_rules::testdata::shared_data_dir;
 use rand::SeedableRng;
@@ -18,7 +18,11 @@ fn suite() -> Vec<TacticPosition> {
 }
 
 fn best_move(tp: &TacticPosition, tactics: bool) -> bredon_rules::Move {
-    let config = SearchConfig { root_noise: false, tactics, ..SearchConfig::default() };
+    best_move_with(tp, tactics, Algorithm::Puct)
+}
+
+fn best_move_with(tp: &TacticPosition, tactics: bool, algorithm: Algorithm) -> bredon_rules::Move {
+    let config = SearchConfig { root_noise: false, tactics, algorithm, ..SearchConfig::default() };
     let mut search = Search::new(tp.position.clone(), config);
     search.run(&UniformEvaluator, 64, &mut ChaCha8Rng::seed_from_u64(1)).best_move.expect("a move")
 }
@@ -30,10 +34,14 @@ fn uniform_search_solves_every_road_in_one_and_every_must_block() {
     assert!(count(Tactic::RoadInOne) >= 100, "{} road-in-one positions", count(Tactic::RoadInOne));
     assert!(count(Tactic::MustBlock) >= 100, "{} must-block positions", count(Tactic::MustBlock));
     let mut failures = Vec::new();
-    for tp in suite.iter().filter(|tp| tp.tactic != Tactic::WinInThree) {
-        let mv = best_move(tp, true);
+    for (tp, algorithm) in suite
+        .iter()
+        .filter(|tp| tp.tactic != Tactic::WinInThree)
+        .flat_map(|tp| [(tp, Algorithm::Puct), (tp, Algorithm::Gumbel)])
+    {
+        let mv = best_move_with(tp, true, algorithm);
         if !tp.solutions.contains(&mv) {
-            failures.push(format!("{:?} {:?}: played {}", tp.tactic, tp.position, mv.to_ptn(tp.position.size())));
+            failures.push(format!("{algorithm:?} {:?} {:?}: played {}", tp.tactic, tp.position, mv.to_ptn(tp.position.size())));
         }
         // Must block: the move played leaves the opponent no immediate win.
         if tp.tactic == Tactic::MustBlock {

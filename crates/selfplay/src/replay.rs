@@ -105,8 +105,9 @@ impl StoredResult {
 pub struct PlyRecord {
     /// The move played (`Move.0`).
     pub mv: u16,
-    /// Root visit counts per move (`Move.0`, visits); empty if the ply is not a training
-    /// sample (e.g. a cheap search under playout-cap randomisation).
+    /// Root visit counts per move (`Move.0`, visits), or with Gumbel search the improved
+    /// policy in millionths: the policy target once normalised. Empty if the ply is not a
+    /// training sample (e.g. a cheap search under playout-cap randomisation).
     pub visits: Vec<(u16, u32)>,
     /// The search's root value for the side to move.
     pub root_value: f32,

@@ -1,0 +1,151 @@
+//! Gumbel root search: budgets, halving, the improved policy, and that it beats a lure
+//! with few visits.
+
+use bredon_mcts::{Algorithm, Evaluation, Evaluator, Search, SearchConfig, SearchLimits, UniformEvaluator};
+use bredon_rules::notation::{parse_move, parse_tps};
+use bredon_rules::{Move, Position};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+fn gumbel(noise: bool) -> SearchConfig {
+    SearchConfig { root_noise: noise, algorithm: Algorithm::Gumbel, ..SearchConfig::default() }
+}
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// Prior 100x on one move; a position is valued 0.9 for the side to move when the
+/// opponent's piece is on the lure's square (the opponent fell for it), else 0.
+struct Lure {
+    lure: Move,
+}
+
+impl Lure {
+    fn value(&self, p: &Position) -> f32 {
+        match p.stack(self.lure.square()).top() {
+            Some(piece) if piece.color != p.side_to_move() => 0.9,
+            _ => 0.0,
+        }
+    }
+}
+
+impl Evaluator for Lure {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        positions
+            .iter()
+            .zip(legal)
+            .map(|(p, moves)| Evaluation {
+                policy: moves.iter().map(|&m| if m == self.lure { 100.0 } else { 1.0 }).collect(),
+                value: self.value(p),
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn the_visit_budget_is_spent_exactly() {
+    for visits in [2u64, 16, 50, 97, 400] {
+        let mut s = Search::new(Position::new(5).unwrap(), gumbel(true));
+        let r = s.run(&UniformEvaluator, visits, &mut rng(visits));
+        assert_eq!(r.root_visits, visits, "budget {visits}");
+        let sum: u32 = r.visits.iter().map(|v| v.1).sum();
+        assert_eq!(sum as u64, visits - 1);
+    }
+}
+
+#[test]
+fn only_the_sampled_moves_are_searched() {
+    // 25 opening moves on 5x5, 16 sampled: the other 9 never get a visit.
+    let config = gumbel(true);
+    let mut s = Search::new(Position::new(5).unwrap(), config.clone());
+    let r = s.run(&UniformEvaluator, 200, &mut rng(3));
+    let searched = r.visits.iter().filter(|v| v.1 > 0).count();
+    assert_eq!(searched, config.gumbel_actions);
+    // Sequential halving: the chosen move has the most visits.
+    let most = r.visits.iter().max_by_key(|v| v.1).unwrap();
+    assert_eq!(r.visits.iter().find(|v| Some(v.0) == r.best_move).unwrap().1, most.1);
+}
+
+#[test]
+fn the_improved_policy_is_a_distribution_over_all_moves() {
+    let pos = parse_tps("x4/x4/1,2,x2/x4 1 3").unwrap();
+    let mut s = Search::new(pos.clone(), gumbel(true));
+    let r = s.run(&UniformEvaluator, 32, &mut rng(5));
+    let pi = r.improved_policy.expect("Gumbel search gives an improved policy");
+    assert_eq!(pi.len(), pos.legal_moves().len());
+    let sum: f32 = pi.iter().map(|p| p.1).sum();
+    assert!((sum - 1.0).abs() < 1e-4, "sums to {sum}");
+    assert!(pi.iter().all(|p| p.1 >= 0.0 && p.1.is_finite()));
+    // PUCT trains on visits: no improved policy.
+    let mut p = Search::new(pos, SearchConfig { root_noise: false, ..SearchConfig::default() });
+    assert!(p.run(&UniformEvaluator, 32, &mut rng(5)).improved_policy.is_none());
+}
+
+#[test]
+fn a_few_visits_see_through_a_lure_that_puct_follows() {
+    // 4x4 opening after a1 (black's flat) d4: the policy loves c3, but every position
+    // after c3 is valued as lost for the player who played it. Gumbel at 16 visits
+    // refuses it; PUCT with the same 16 visits plays it (the prior dominates).
+    let pos = parse_tps("x3,1/x4/x4/2,x3 1 2").unwrap();
+    let lure = parse_move("c3", 4).unwrap();
+    let ev = Lure { lure };
+    let mut g = Search::new(pos.clone(), gumbel(false));
+    let rg = g.run(&ev, 16, &mut rng(1));
+    assert_ne!(rg.best_move, Some(lure), "Gumbel fell for the lure");
+    let pi = rg.improved_policy.unwrap();
+    let lure_p = pi.iter().find(|p| p.0 == lure).unwrap().1;
+    assert!(lure_p < 0.05, "improved policy still gives the lure {lure_p}");
+    let mut p = Search::new(pos, SearchConfig { root_noise: false, ..SearchConfig::default() });
+    assert_eq!(p.run(&ev, 16, &mut rng(1)).best_move, Some(lure), "PUCT should follow the prior here");
+}
+
+#[test]
+fn gumbel_noise_varies_the_choice_in_self_play_only() {
+    let pos = Position::new(4).unwrap();
+    let moves = |noise: bool| {
+        (0..12u64)
+            .map(|seed| Search::new(pos.clone(), gumbel(noise)).run(&UniformEvaluator, 24, &mut rng(seed)).best_move)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    assert!(moves(true) > 3, "noise should spread the opening choice");
+    assert_eq!(moves(false), 1, "without noise the search is deterministic");
+}
+
+#[test]
+fn time_limits_and_stop_end_the_search() {
+    let pos = Position::new(5).unwrap();
+    let mut s = Search::new(pos.clone(), gumbel(false));
+    let t = Instant::now();
+    let limits = SearchLimits { deadline: Some(Instant::now() + Duration::from_millis(100)), ..Default::default() };
+    let r = s.run_with(&UniformEvaluator, &limits, &mut rng(1), |_| {});
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(r.root_visits > 50 && r.best_move.is_some());
+    // `go infinite` + `stop`: halving cycles until the flag is set.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let mut s = Search::new(pos, gumbel(false));
+    let limits = SearchLimits { stop: Some(stop), ..Default::default() };
+    let r = s.run_with(&UniformEvaluator, &limits, &mut rng(1), |_| {});
+    h.join().unwrap();
+    assert!(r.root_visits > 50 && r.best_move.is_some());
+}
+
+#[test]
+fn the_tree_is_reused_across_moves() {
+    let mut s = Search::new(Position::new(4).unwrap(), gumbel(true));
+    let mut r = rng(9);
+    for _ in 0..6 {
+        let res = s.run(&UniformEvaluator, 48, &mut r);
+        assert!(res.root_visits >= 48);
+        s.advance(res.best_move.unwrap());
+    }
+}
