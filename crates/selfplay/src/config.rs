@@ -323,6 +323,13 @@ impl RunConfig {
         if t.window_min == 0 || t.window_max < t.window_min {
             bail!("train.window_min must be positive and at most train.window_max");
         }
+        let search = &self.search;
+        if search.gumbel_actions == 0 || search.gumbel_c_visit < 0.0 || search.gumbel_c_scale <= 0.0 {
+            bail!("search.gumbel_actions and gumbel_c_scale must be positive, gumbel_c_visit at least 0");
+        }
+        if search.leaf_batch == 0 {
+            bail!("search.leaf_batch must be at least 1");
+        }
         let gate = &self.eval.gate;
         if gate.enabled {
             if gate.games < 2 {
@@ -361,6 +368,8 @@ mod tests {
         assert!(err("[train]\nlearning_rate = nan").contains("train.learning_rate is not a finite number"));
         assert!(err("[train]\nlearning_rate = inf").contains("train.learning_rate is not a finite number"));
         assert!(err("[search]\nc_puct = -inf").contains("search.c_puct is not a finite number"));
+        assert!(err("[search]\ngumbel_actions = 0").contains("gumbel_actions"));
+        assert!(err("[search]\nalgorithm = \"alphabeta\"").contains("algorithm"));
         assert!(err("[eval.gate]\nenabled = true\nelo0 = nan").contains("eval.gate.elo0 is not a finite number"));
         assert!(err("[selfplay]\nresign_threshold = nan").contains("selfplay.resign_threshold"));
         assert!(err("[train]\nlr_decay = 0.0\nlr_decay_steps = [10]").contains("train.lr_decay"));
