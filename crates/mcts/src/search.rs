@@ -701,7 +701,9 @@ impl Search {
             let max_n = s.children(s.root).iter().map(|c| c.visits).max().unwrap_or(0);
             cands.sort_by(|&a, &b| score(s, b, &q, max_n).total_cmp(&score(s, a, &q, max_n)));
         };
-        let m = self.config.gumbel_actions.clamp(1, k);
+        // As in the paper, m = min(n, gumbel_actions): never more candidates than visits.
+        let budget_now = limits.visits.map_or(u64::MAX, |v| v.saturating_sub(root_visits(self)));
+        let m = self.config.gumbel_actions.min(k).min(budget_now.max(2) as usize).max(1);
         let mut cands: Vec<usize> = (0..k).collect();
         // Gumbel-top-k: before any visit, σ is the same for every move.
         cands.sort_by(|&a, &b| (noise[b] + logit(self, b)).total_cmp(&(noise[a] + logit(self, a))));

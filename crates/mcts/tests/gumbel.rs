@@ -65,6 +65,10 @@ fn only_the_sampled_moves_are_searched() {
     let r = s.run(&UniformEvaluator, 200, &mut rng(3));
     let searched = r.visits.iter().filter(|v| v.1 > 0).count();
     assert_eq!(searched, config.gumbel_actions);
+    // A budget below gumbel_actions samples as many moves as there are visits.
+    let mut s = Search::new(Position::new(5).unwrap(), config.clone());
+    let r8 = s.run(&UniformEvaluator, 9, &mut rng(3));
+    assert_eq!(r8.visits.iter().filter(|v| v.1 > 0).count(), 8);
     // Sequential halving: the chosen move has the most visits.
     let most = r.visits.iter().max_by_key(|v| v.1).unwrap();
     assert_eq!(r.visits.iter().find(|v| Some(v.0) == r.best_move).unwrap().1, most.1);
