@@ -22,7 +22,8 @@ mkdir -p "$out"
 size=$(sed -n 's/^size *= *\([0-9]\).*/\1/p' "$config_a" | head -1)
 half_komi=$(awk -F'[=#]' '/^komi *=/ {printf "%d", $2 * 2; exit}' "$config_a")
 
-for side in a b; do
+# AB_SIDES=b retrains only side B (e.g. after a crash), keeping A's finished run.
+for side in ${AB_SIDES:-a b}; do
   config=$config_a; [ "$side" = b ] && config=$config_b
   # Resumable: a killed A/B continues where it stopped (the time limit counts per session).
   "$bredon" train --config "$config" --run "$out/$side" --minutes "$minutes" --quiet

@@ -105,8 +105,7 @@ impl SearchResult {
 
     /// Like [`SearchResult::select_move`], `None` if the root has no moves.
     pub fn try_select_move(&self, temperature: f32, rng: &mut impl Rng) -> Option<Move> {
-        if temperature <= 1e-3 || self.proven || self.improved_policy.is_some() {
-            // Gumbel search samples through its root noise: its choice is already drawn.
+        if temperature <= 1e-3 || self.proven {
             return self.best_move;
         }
         let weights: Vec<f64> =
@@ -257,9 +256,13 @@ impl Search {
                 let mut top = self.nodes[c as usize].clone();
                 top.in_flight = 0;
                 if !top.expanded {
-                    // A leaf judged by tactics alone becomes a root that must be searched.
+                    // A leaf judged by tactics alone becomes a root that must be searched:
+                    // its visits (backed-up proofs) say nothing about its moves, and a
+                    // root with visits but no children would end a search with no move.
                     top.terminal = false;
                     top.proof = Proof::Unknown;
+                    top.visits = 0;
+                    top.value_sum = 0.0;
                 }
                 fresh.push(top);
                 let mut i = 0;
@@ -667,9 +670,7 @@ impl Search {
                 || s.nodes[s.root as usize].proof != Proof::Unknown
         };
         if !self.nodes[self.root as usize].expanded {
-            if out_of_budget(self) && root_visits(self) > 0 {
-                return self.result(0);
-            }
+            // The root is always expanded, whatever the limits: a search returns a move.
             playouts += self.step(evaluator, 1, &[]) as u64;
         }
         let root = &self.nodes[self.root as usize];
@@ -757,7 +758,9 @@ impl Search {
                 'fill: while forced.len() < batch {
                     let mut any = false;
                     for (j, &i) in cands.iter().enumerate() {
-                        if want[j] > 0 && forced.len() < batch {
+                        // A proven move needs no more visits (and a terminal child's
+                        // visits would only inflate its count).
+                        if want[j] > 0 && forced.len() < batch && !self.nodes[first as usize + i].terminal {
                             forced.push(first + i as u32);
                             want[j] -= 1;
                             any = true;

@@ -153,3 +153,25 @@ fn the_tree_is_reused_across_moves() {
         s.advance(res.best_move.unwrap());
     }
 }
+
+#[test]
+fn every_search_with_tree_reuse_returns_a_move_until_the_game_ends() {
+    // Self-play-like games (noise on, small and larger budgets alternating, the tree kept
+    // from move to move) with both algorithms. A reused root that tactics had judged
+    // without expanding it once came back with visits and no children: no move.
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        for seed in 0..40u64 {
+            let config = SearchConfig { algorithm, ..SearchConfig::default() };
+            let mut pos = Position::new(4).unwrap();
+            let mut s = Search::new(pos.clone(), config);
+            let mut r = rng(seed);
+            while pos.result().is_none() && pos.ply() < 120 {
+                let visits = if pos.ply() % 2 == 0 { 8 } else { 32 };
+                let res = s.run(&bredon_mcts::RolloutEvaluator { rollouts: 1, max_plies: 60, seed }, visits, &mut r);
+                let mv = res.best_move.unwrap_or_else(|| panic!("{algorithm:?} seed {seed}: no move at ply {}", pos.ply()));
+                pos.play(mv).unwrap();
+                s.advance(mv);
+            }
+        }
+    }
+}

@@ -78,8 +78,19 @@ pub fn play_game(
                 break;
             }
         }
-        let temperature = if full { job.search.temperature(pos.ply() as usize) } else { 0.0 };
-        let mv = result.select_move(temperature, &mut rng);
+        // Gumbel search draws its move through the root's Gumbel noise: no temperature.
+        let gumbel = job.search.algorithm == bredon_mcts::Algorithm::Gumbel;
+        let temperature = if full && !gumbel { job.search.temperature(pos.ply() as usize) } else { 0.0 };
+        let mv = match result.try_select_move(temperature, &mut rng) {
+            Some(mv) => mv,
+            None => {
+                // Never expected (the game is not over); a fresh tree rather than a dead run.
+                eprintln!("warning: the search returned no move at ply {} of a live game; searching afresh", pos.ply());
+                search = Search::new(pos.clone(), job.search.clone());
+                let again = search.run(evaluator, visits.max(2) as u64, &mut rng);
+                again.best_move.ok_or_else(|| anyhow::anyhow!("the search found no move at ply {}", pos.ply()))?
+            }
+        };
         let visits = match (&result.improved_policy, full) {
             (_, false) => Vec::new(),
             // Gumbel search: the improved policy, stored as weights in millionths (the
