@@ -793,13 +793,15 @@ impl Search {
             if cands.len() > 1 {
                 cands.truncate(cands.len().div_ceil(2));
             } else {
-                // Halving is over with budget left: a new cycle among the best moves.
-                cands = (0..k).collect();
-                rank(self, &mut cands);
-                let open: Vec<usize> = cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
-                if !open.is_empty() {
-                    cands = open;
+                // Halving is over with budget left: a new cycle among the best moves that
+                // can still learn from visits (a proven child cannot).
+                let best = cands[0];
+                cands = (0..k).filter(|&i| !self.nodes[first as usize + i].terminal).collect();
+                if cands.is_empty() {
+                    cands = vec![best];
+                    break 'search;
                 }
+                rank(self, &mut cands);
                 cands.truncate(m);
                 cycle_start = root_visits(self);
                 cycle_budget = limits.visits.map_or(cycle_start.max(4 * m as u64), |v| v.saturating_sub(cycle_start));

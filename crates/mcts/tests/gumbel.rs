@@ -175,3 +175,28 @@ fn every_search_with_tree_reuse_returns_a_move_until_the_game_ends() {
         }
     }
 }
+
+#[test]
+fn searches_end_in_endgames_where_moves_are_decided() {
+    // Random 3x3 games reach endgames where most moves end the game (draws by a full board
+    // among them) and proven moves can take no visits: the search must still end (it once
+    // restarted its halving forever among proven candidates).
+    use rand::seq::IndexedRandom;
+    let mut r = rng(17);
+    let mut searched = 0;
+    for _ in 0..300 {
+        let mut pos = Position::new(3).unwrap();
+        while pos.result().is_none() {
+            let moves = pos.legal_moves();
+            if moves.len() <= 4 {
+                searched += 1;
+                for visits in [8u64, 64] {
+                    let mut s = Search::new(pos.clone(), gumbel(true));
+                    assert!(s.run(&UniformEvaluator, visits, &mut r).best_move.is_some());
+                }
+            }
+            pos.play(*moves.choose(&mut r).unwrap()).unwrap();
+        }
+    }
+    assert!(searched > 20, "only {searched} endgame positions");
+}
