@@ -25,7 +25,7 @@ use bredon_rules::Position;
 use rayon::prelude::*;
 use std::sync::Mutex;
 
-use crate::encoding::{PLANES, encode, input_len};
+use crate::encoding::{encode, input_len, planes};
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
@@ -499,7 +499,7 @@ struct Scratch {
     capacity: usize,
     /// One position's planes, channel-major (as [`encode`] writes them).
     planes: Vec<f32>,
-    /// Input, `[position][padded pixel][PLANES]`.
+    /// Input, `[position][padded pixel][planes]`.
     x: Vec<f32>,
     /// Trunk activations, `[position][padded pixel][channels]`.
     h: Vec<f32>,
@@ -542,6 +542,8 @@ pub struct FastNet {
     value_b2: f32,
     /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
     taps3: [isize; 9],
+    /// Input planes (of `config.input_version`).
+    planes: usize,
     scratch: Vec<Mutex<Scratch>>,
     /// Fewest positions per parallel chunk.
     min_chunk: usize,
@@ -588,6 +590,7 @@ impl FastNet {
             value_fc2: net.value_fc2.weight.clone(),
             value_b2: net.value_fc2.bias[0],
             taps3,
+            planes: planes(net.config.input_version),
             scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
             min_chunk: 2,
         }
@@ -658,8 +661,9 @@ impl FastNet {
         let heads = self.head.n;
         let vf = heads - pf;
         let hidden = self.value_fc1.n;
-        s.planes.resize(input_len(n), 0.0);
-        s.x.resize(b * padded * PLANES, 0.0);
+        let planes = self.planes;
+        s.planes.resize(input_len(self.config.input_version, n), 0.0);
+        s.x.resize(b * padded * planes, 0.0);
         s.h.resize(b * padded * c, 0.0);
         s.y.resize(b * padded * c, 0.0);
         s.head.resize(b * area * heads, 0.0);
@@ -670,7 +674,7 @@ impl FastNet {
             let (i, sq) = (m / area, m % area);
             i * padded + (sq / n + 1) * (n + 2) + sq % n + 1
         };
-        s.rows_x = (0..b * area).map(|m| pix(m) * PLANES).collect();
+        s.rows_x = (0..b * area).map(|m| pix(m) * planes).collect();
         s.rows_c = (0..b * area).map(|m| pix(m) * c).collect();
         s.rows_head = (0..b * area).map(|m| m * heads).collect();
         s.rows_pol = (0..b).map(|i| i * area * pf).collect();
@@ -689,23 +693,24 @@ impl FastNet {
         let c = self.config.channels;
         let isa = self.isa;
         // Input planes, channels-last on the padded board.
+        let planes = self.planes;
         for (i, pos) in positions.iter().enumerate() {
-            encode(pos, &mut s.planes);
+            encode(pos, self.config.input_version, &mut s.planes);
             for sq in 0..area {
                 let o = s.rows_x[i * area + sq];
-                let px = &mut s.x[o..o + PLANES];
+                let px = &mut s.x[o..o + planes];
                 for (plane, v) in px.iter_mut().enumerate() {
                     *v = s.planes[plane * area + sq];
                 }
             }
         }
-        let taps_x = self.taps3.map(|t| t * PLANES as isize);
+        let taps_x = self.taps3.map(|t| t * planes as isize);
         let taps_c = self.taps3.map(|t| t * c as isize);
         let rows_c = &s.rows_c[..m];
         gemm(
             isa,
             &self.stem,
-            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: PLANES, out_rows: rows_c, residual: false, relu: true },
+            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: planes, out_rows: rows_c, residual: false, relu: true },
             &mut s.h,
             split,
         );

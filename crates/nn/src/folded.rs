@@ -8,7 +8,7 @@
 
 use burn::prelude::*;
 
-use crate::encoding::PLANES;
+use crate::encoding::planes;
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
 
@@ -49,7 +49,7 @@ pub struct FoldedLinear {
 pub struct FoldedNet {
     /// Architecture with the size set.
     pub config: NetConfig,
-    /// 3x3, `PLANES` to `channels`.
+    /// 3x3, `planes(input_version)` to `channels`.
     pub stem: FoldedConv,
     /// Residual blocks: (conv1, conv2), 3x3.
     pub blocks: Vec<(FoldedConv, FoldedConv)>,
@@ -119,8 +119,9 @@ impl FoldedNet {
             channels: net.stem.cout,
             value_hidden: net.value_fc1.dout,
             policy_filters: net.policy_conv.cout,
+            input_version: model.input_version,
         };
-        debug_assert_eq!(net.stem.cin, PLANES);
+        assert_eq!(net.stem.cin, planes(model.input_version), "stem inputs of input version {}", model.input_version);
         debug_assert_eq!(net.policy_fc.dout, policy_size(size));
         net
     }

@@ -6,7 +6,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{relu, tanh};
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::PLANES;
+use crate::encoding::{DEFAULT_INPUT_VERSION, planes};
 use crate::policy::policy_size;
 
 /// Architecture of the network: a convolutional stem, `blocks` residual blocks of
@@ -24,11 +24,21 @@ pub struct NetConfig {
     pub value_hidden: usize,
     /// Filters of the policy head's 1x1 convolution.
     pub policy_filters: usize,
+    /// Input plane layout (`crate::encoding`): 1 = the 27 planes of the first networks,
+    /// 2 = those plus road-in-one and road-group reach planes (31). Absent in the files
+    /// of models and runs older than the field, which are version 1 (and not written
+    /// when 1, so version-1 files stay readable by older builds).
+    #[serde(skip_serializing_if = "is_default_input_version")]
+    pub input_version: u32,
+}
+
+fn is_default_input_version(v: &u32) -> bool {
+    *v == DEFAULT_INPUT_VERSION
 }
 
 impl Default for NetConfig {
     fn default() -> Self {
-        NetConfig { size: 0, blocks: 4, channels: 48, value_hidden: 64, policy_filters: 8 }
+        NetConfig { size: 0, blocks: 4, channels: 48, value_hidden: 64, policy_filters: 8, input_version: DEFAULT_INPUT_VERSION }
     }
 }
 
@@ -44,9 +54,18 @@ impl NetConfig {
         NetConfig { size, blocks, channels, ..NetConfig::default() }
     }
 
-    /// Short name such as `b4c48`.
+    /// Short name such as `b4c48` (`b4c48-v2` for input version 2).
     pub fn name(&self) -> String {
-        format!("b{}c{}", self.blocks, self.channels)
+        let mut s = format!("b{}c{}", self.blocks, self.channels);
+        if self.input_version != DEFAULT_INPUT_VERSION {
+            s.push_str(&format!("-v{}", self.input_version));
+        }
+        s
+    }
+
+    /// Input planes of this network.
+    pub fn planes(&self) -> usize {
+        planes(self.input_version)
     }
 
     /// This config with `size` filled in (when 0).
@@ -86,7 +105,7 @@ impl ResBlock {
     }
 }
 
-/// The network. Input `[B, PLANES, N, N]`; outputs policy logits `[B, policy_size(N)]`
+/// The network. Input `[B, planes(input_version), N, N]`; outputs policy logits `[B, policy_size(N)]`
 /// and values `[B, 1]` in [-1, 1] for the side to move.
 #[derive(Module, Debug)]
 pub struct TakNet {
@@ -100,15 +119,19 @@ pub struct TakNet {
     pub(crate) value_bn: BatchNorm,
     pub(crate) value_fc1: Linear,
     pub(crate) value_fc2: Linear,
+    /// Input plane layout (not a weight: set from the [`NetConfig`] when built).
+    pub(crate) input_version: u32,
 }
 
 impl TakNet {
-    /// A freshly initialised network for `cfg` (whose size must be set).
+    /// A freshly initialised network for `cfg` (whose size must be set and whose input
+    /// version must be known, see [`crate::encoding::check_input_version`]).
     pub fn new(cfg: &NetConfig, device: &Device) -> TakNet {
         let n = cfg.size;
         let c = cfg.channels;
+        assert!(cfg.planes() > 0, "unknown input version {}", cfg.input_version);
         TakNet {
-            stem: conv(PLANES, c, 3, device),
+            stem: conv(cfg.planes(), c, 3, device),
             stem_bn: BatchNormConfig::new(c).init(device),
             blocks: (0..cfg.blocks).map(|_| ResBlock::new(c, device)).collect(),
             policy_conv: conv(c, cfg.policy_filters, 1, device),
@@ -118,7 +141,13 @@ impl TakNet {
             value_bn: BatchNormConfig::new(2).init(device),
             value_fc1: LinearConfig::new(2 * n * n, cfg.value_hidden).init(device),
             value_fc2: LinearConfig::new(cfg.value_hidden, 1).init(device),
+            input_version: cfg.input_version,
         }
+    }
+
+    /// The input plane layout the network reads.
+    pub fn input_version(&self) -> u32 {
+        self.input_version
     }
 
     /// Policy logits and values.

@@ -3,7 +3,8 @@
 //! The graph is built from the [`FoldedNet`] (BatchNorm folded into the convolutions)
 //! with the ONNX protobuf types of the `onnx-protobuf` crate:
 //!
-//! - input `planes`: `[batch, PLANES, N, N]` float32 (the [`crate::encoding`] planes,
+//! - input `planes`: `[batch, P, N, N]` float32 (the [`crate::encoding`] planes of the
+//!   model's input version, P = 27 for version 1 and 31 for version 2;
 //!   channel-major, square `(row, col)` at `[.., row, col]`), batch dynamic;
 //! - outputs `policy_logits`: `[batch, policy_size(N)]` (indices of [`crate::policy`];
 //!   apply a softmax over the legal moves), and `value`: `[batch, 1]` in [-1, 1] for the
@@ -24,7 +25,7 @@ use protobuf::{EnumOrUnknown, MessageField};
 use std::path::Path;
 
 use crate::checkpoint::ModelMeta;
-use crate::encoding::{INPUT_VERSION, PLANES};
+use crate::encoding::planes;
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
 use crate::fsutil::atomic_write;
 use crate::model::TakNet;
@@ -137,6 +138,8 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     if meta.size != n || meta.net != net.config {
         bail!("metadata ({} {}) does not describe the network ({} {})", meta.size, meta.net.name(), n, net.config.name());
     }
+    let version = net.config.input_version;
+    let planes = planes(version);
     let mut g = Builder::default();
     let stem = g.conv("stem", INPUT, &net.stem);
     let mut h = g.relu("stem.relu", &stem);
@@ -163,7 +166,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         name: format!("bredon_{n}x{n}_{}", net.config.name()),
         node: g.nodes,
         initializer: g.init,
-        input: vec![value_info(INPUT, &[None, Some(PLANES), Some(n), Some(n)])],
+        input: vec![value_info(INPUT, &[None, Some(planes), Some(n), Some(n)])],
         output: vec![
             value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]),
             value_info(VALUE_OUTPUT, &[None, Some(1)]),
@@ -176,7 +179,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         ("half_komi", meta.half_komi.to_string()),
         ("komi", format!("{}", meta.half_komi as f64 / 2.0)),
         ("input_version", meta.input_version.to_string()),
-        ("planes", PLANES.to_string()),
+        ("planes", planes.to_string()),
         ("policy_size", policy_size(n).to_string()),
         ("net", serde_json::to_string(&meta.net)?),
         ("blocks", meta.net.blocks.to_string()),
@@ -190,7 +193,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         producer_name: "bredon".into(),
         producer_version: env!("CARGO_PKG_VERSION").into(),
         doc_string: format!(
-            "Bredon Tak network {n}x{n} {}: input planes [batch, {PLANES}, {n}, {n}] (input version {INPUT_VERSION}), \
+            "Bredon Tak network {n}x{n} {}: input planes [batch, {planes}, {n}, {n}] (input version {version}), \
              outputs policy_logits [batch, {}] and value [batch, 1] for the side to move",
             net.config.name(),
             policy_size(n)

@@ -9,7 +9,7 @@ use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use bredon_rules::{Move, Position};
 
-use crate::encoding::{encode, input_len};
+use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::{move_to_index, policy_size};
 
@@ -86,15 +86,20 @@ fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
     })
 }
 
-/// Encodes positions into one input tensor on `device`.
-pub(crate) fn encode_batch<'a>(positions: impl ExactSizeIterator<Item = &'a Position>, size: usize, device: &Device) -> Tensor<4> {
+/// Encodes positions in `input_version` into one input tensor on `device`.
+pub(crate) fn encode_batch<'a>(
+    positions: impl ExactSizeIterator<Item = &'a Position>,
+    input_version: u32,
+    size: usize,
+    device: &Device,
+) -> Tensor<4> {
     let b = positions.len();
-    let len = input_len(size);
+    let len = input_len(input_version, size);
     let mut data = vec![0.0f32; b * len];
     for (i, p) in positions.enumerate() {
-        encode(p, &mut data[i * len..(i + 1) * len]);
+        encode(p, input_version, &mut data[i * len..(i + 1) * len]);
     }
-    Tensor::from_data(TensorData::new(data, [b, crate::encoding::PLANES, size, size]), device)
+    Tensor::from_data(TensorData::new(data, [b, planes(input_version), size, size]), device)
 }
 
 impl Trainer {
@@ -103,6 +108,7 @@ impl Trainer {
         if !(3..=8).contains(&config.size) {
             bail!("network size {} is not a board size", config.size);
         }
+        check_input_version(config.input_version)?;
         let device = crate::device().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
@@ -154,7 +160,7 @@ impl Trainer {
         let n = self.config.size;
         let b = batch.len();
         let p_size = policy_size(n);
-        let x = encode_batch(batch.iter().map(|e| &e.position), n, &self.device);
+        let x = encode_batch(batch.iter().map(|e| &e.position), self.config.input_version, n, &self.device);
         let mut pi = vec![0.0f32; b * p_size];
         let mut z = vec![0.0f32; b];
         for (i, e) in batch.iter().enumerate() {

@@ -11,7 +11,7 @@ use bredon_rules::Position;
 use std::path::Path;
 
 fn tiny(size: usize) -> NetConfig {
-    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2 }
+    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() }
 }
 
 #[track_caller]

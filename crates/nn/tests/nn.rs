@@ -9,7 +9,7 @@ use bredon_rules::Position;
 use rand::{Rng, SeedableRng};
 
 fn tiny(size: usize) -> NetConfig {
-    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2 }
+    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() }
 }
 
 fn positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
@@ -41,7 +41,16 @@ fn evaluate(ev: &dyn Evaluator, ps: &[Position]) -> Vec<bredon_mcts::Evaluation>
 
 #[test]
 fn save_load_and_export_give_identical_outputs() {
-    let cfg = tiny(4);
+    check_save_load_and_export(&tiny(4));
+}
+
+#[test]
+fn save_load_and_export_input_version_2() {
+    check_save_load_and_export(&NetConfig { input_version: 2, ..tiny(4) });
+}
+
+fn check_save_load_and_export(cfg: &NetConfig) {
+    let cfg = cfg.clone();
     let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 1).unwrap();
     let model = trainer.model();
     let ps = positions(4, 5, 2);
@@ -55,18 +64,26 @@ fn save_load_and_export_give_identical_outputs() {
     save_model(&model, &meta, dir.path()).unwrap();
     let (loaded, m2) = load_model(dir.path()).unwrap();
     assert_eq!(m2, meta);
+    assert_eq!(loaded.input_version(), cfg.input_version);
     assert_eq!(evaluate(&NetEvaluator::new(loaded, 4), &ps), before);
     let file = dir.path().join("exported.bredon");
     export_model(&model, &meta, &file).unwrap();
     let (exp, m3) = load_exported(&file).unwrap();
     assert_eq!(m3, meta);
     assert_eq!(evaluate(&NetEvaluator::new(exp, 4), &ps), before);
-    // A wrong input version is refused with a message naming it.
+    // An unknown input version is refused with a message naming it; a metadata whose
+    // two versions disagree too.
     let mut bad = meta.clone();
-    bad.input_version += 1;
+    bad.input_version = 9;
+    bad.net.input_version = 9;
     std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
     let err = format!("{:#}", load_model(dir.path()).unwrap_err());
-    assert!(err.contains("input format version"), "{err}");
+    assert!(err.contains("input format version 9"), "{err}");
+    let mut bad = meta.clone();
+    bad.input_version = 3 - cfg.input_version;
+    std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
+    let err = format!("{:#}", load_model(dir.path()).unwrap_err());
+    assert!(err.contains("inconsistent"), "{err}");
     assert!(load_exported(&dir.path().join("model.json")).is_err());
 }
 

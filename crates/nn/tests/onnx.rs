@@ -39,28 +39,43 @@ fn have_onnxruntime() -> bool {
 const CHECK: &str = r#"
 import sys, json, numpy as np, onnxruntime as ort
 model, planes, logits, values, n, size = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-x = np.fromfile(planes, dtype='<f4').reshape(n, 27, size, size)
+nplanes, outputs = int(sys.argv[7]), json.loads(sys.argv[8])
+x = np.fromfile(planes, dtype='<f4').reshape(n, nplanes, size, size)
 want_l = np.fromfile(logits, dtype='<f4').reshape(n, -1)
 want_v = np.fromfile(values, dtype='<f4').reshape(n, 1)
 opts = ort.SessionOptions()
 opts.intra_op_num_threads = 1
 s = ort.InferenceSession(model, opts, providers=['CPUExecutionProvider'])
 assert [i.name for i in s.get_inputs()] == ['planes'], s.get_inputs()
-assert [o.name for o in s.get_outputs()] == ['policy_logits', 'value'], s.get_outputs()
-l, v = s.run(None, {'planes': x})
-l1, v1 = s.run(None, {'planes': x[:1]})
+assert [o.name for o in s.get_outputs()] == outputs, s.get_outputs()
+all_out = s.run(None, {'planes': x})
+l, v = all_out[0], all_out[1]
+l1, v1 = s.run(None, {'planes': x[:1]})[:2]
 meta = s.get_modelmeta().custom_metadata_map
 print(json.dumps({
     'logits': float(np.abs(l - want_l).max()), 'values': float(np.abs(v - want_v).max()),
     'single': float(max(np.abs(l1 - want_l[:1]).max(), np.abs(v1 - want_v[:1]).max())),
-    'shape': [list(l.shape), list(v.shape)], 'meta': meta}))
+    'shape': [list(l.shape), list(v.shape)], 'shapes': [list(o.shape) for o in all_out], 'meta': meta}))
 "#;
 
 #[test]
 fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
+    check_onnx_export(&NetConfig::default_for_size(5));
+}
+
+#[test]
+fn onnx_export_of_input_version_2() {
+    check_onnx_export(&NetConfig { input_version: 2, ..NetConfig::default_for_size(5) });
+}
+
+/// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
+/// with burn's.
+fn check_onnx_export(cfg: &NetConfig) {
     let positions = real_positions();
     let size = 5;
-    let cfg = NetConfig::default_for_size(size);
+    let cfg = cfg.clone();
+    let version = cfg.input_version;
+    let expected_outputs = ["policy_logits", "value"];
     // A few training steps so the BatchNorm statistics (folded into the export) matter.
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
@@ -83,12 +98,13 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
     let summary = read_onnx_summary(&file).unwrap();
     assert_eq!(summary.opset, 17);
     assert_eq!(summary.inputs, ["planes"]);
-    assert_eq!(summary.outputs, ["policy_logits", "value"]);
+    assert_eq!(summary.outputs, expected_outputs);
     let get = |k: &str| summary.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     assert_eq!(get("size").as_deref(), Some("5"));
     assert_eq!(get("half_komi").as_deref(), Some("3"));
     assert_eq!(get("komi").as_deref(), Some("1.5"));
-    assert_eq!(get("input_version").as_deref(), Some("1"));
+    assert_eq!(get("input_version"), Some(version.to_string()));
+    assert_eq!(get("planes"), Some(cfg.planes().to_string()));
     assert_eq!(serde_json::from_str::<NetConfig>(&get("net").unwrap()).unwrap(), cfg);
 
     if !have_onnxruntime() {
@@ -97,9 +113,10 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
     }
     let ps: Vec<&Position> = positions.iter().step_by(3).take(64).collect();
     assert!(ps.len() >= 32);
-    let mut planes = vec![0.0f32; ps.len() * input_len(size)];
+    let len = input_len(version, size);
+    let mut planes = vec![0.0f32; ps.len() * len];
     for (i, p) in ps.iter().enumerate() {
-        encode(p, &mut planes[i * input_len(size)..(i + 1) * input_len(size)]);
+        encode(p, version, &mut planes[i * len..(i + 1) * len]);
     }
     let (logits, values) = forward_raw(&model, &ps, size);
     let write = |name: &str, v: &[f32]| {
@@ -114,6 +131,8 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
         write("values.bin", &values),
         ps.len().to_string(),
         size.to_string(),
+        cfg.planes().to_string(),
+        serde_json::to_string(&expected_outputs).unwrap(),
     ];
     let out = Command::new("python3").arg("-c").arg(CHECK).args(&args).output().unwrap();
     assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -125,7 +144,7 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
     }
     assert_eq!(report["shape"], serde_json::json!([[ps.len(), 3175], [ps.len(), 1]]));
     assert_eq!(report["meta"]["size"], "5");
-    assert_eq!(report["meta"]["input_version"], "1");
+    assert_eq!(report["meta"]["input_version"], version.to_string());
 }
 
 #[test]
