@@ -538,8 +538,9 @@ pub struct FastNet {
     head: Packed,
     policy_fc: Packed,
     value_fc1: Packed,
+    /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
     value_fc2: Vec<f32>,
-    value_b2: f32,
+    value_b2: Vec<f32>,
     /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
     taps3: [isize; 9],
     /// Input planes (of `config.input_version`).
@@ -588,7 +589,7 @@ impl FastNet {
             policy_fc: Packed::dense_from_nchw(isa, &net.policy_fc, area, pf),
             value_fc1: Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout),
             value_fc2: net.value_fc2.weight.clone(),
-            value_b2: net.value_fc2.bias[0],
+            value_b2: net.value_fc2.bias.clone(),
             taps3,
             planes: planes(net.config.input_version),
             scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
@@ -776,10 +777,21 @@ impl FastNet {
             split,
         );
         let hidden = self.value_fc1.n;
+        let outs = self.value_b2.len();
         for (i, v) in values.iter_mut().enumerate() {
             let h = &s.hid[i * hidden..(i + 1) * hidden];
-            let z: f32 = h.iter().zip(&self.value_fc2).map(|(a, w)| a * w).sum::<f32>() + self.value_b2;
-            *v = z.tanh();
+            let mut z = [0.0f32; 3];
+            for (k, zk) in z.iter_mut().enumerate().take(outs) {
+                *zk = h.iter().enumerate().map(|(j, a)| a * self.value_fc2[j * outs + k]).sum::<f32>() + self.value_b2[k];
+            }
+            *v = if outs == 3 {
+                // Win/draw/loss logits: P(win) − P(loss), a softmax shifted by the maximum.
+                let m = z[0].max(z[1]).max(z[2]);
+                let e = z.map(|x| (x - m).exp());
+                (e[0] - e[2]) / (e[0] + e[1] + e[2])
+            } else {
+                z[0].tanh()
+            };
         }
     }
 }

@@ -39,7 +39,7 @@ fn have_onnxruntime() -> bool {
 const CHECK: &str = r#"
 import sys, json, numpy as np, onnxruntime as ort
 model, planes, logits, values, n, size = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-nplanes, outputs = int(sys.argv[7]), json.loads(sys.argv[8])
+nplanes, outputs, extras = int(sys.argv[7]), json.loads(sys.argv[8]), json.loads(sys.argv[9])
 x = np.fromfile(planes, dtype='<f4').reshape(n, nplanes, size, size)
 want_l = np.fromfile(logits, dtype='<f4').reshape(n, -1)
 want_v = np.fromfile(values, dtype='<f4').reshape(n, 1)
@@ -52,8 +52,19 @@ all_out = s.run(None, {'planes': x})
 l, v = all_out[0], all_out[1]
 l1, v1 = s.run(None, {'planes': x[:1]})[:2]
 meta = s.get_modelmeta().custom_metadata_map
+# The extra outputs (WDL logits, auxiliary heads) against burn's.
+by_name = dict(zip(outputs, all_out))
+extra = 0.0
+for name, path in extras.items():
+    want = np.fromfile(path, dtype='<f4').reshape(by_name[name].shape)
+    extra = max(extra, float(np.abs(by_name[name] - want).max()))
+if 'wdl_logits' in by_name:
+    z = by_name['wdl_logits']
+    p = np.exp(z - z.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
+    extra = max(extra, float(np.abs(p[:, :1] - p[:, 2:] - v).max()))
 print(json.dumps({
     'logits': float(np.abs(l - want_l).max()), 'values': float(np.abs(v - want_v).max()),
+    'extra': extra,
     'single': float(max(np.abs(l1 - want_l[:1]).max(), np.abs(v1 - want_v[:1]).max())),
     'shape': [list(l.shape), list(v.shape)], 'shapes': [list(o.shape) for o in all_out], 'meta': meta}))
 "#;
@@ -68,6 +79,11 @@ fn onnx_export_of_input_version_2() {
     check_onnx_export(&NetConfig { input_version: 2, ..NetConfig::default_for_size(5) });
 }
 
+#[test]
+fn onnx_export_with_wdl_and_aux_heads() {
+    check_onnx_export(&NetConfig { input_version: 2, wdl: true, aux: true, ..NetConfig::default_for_size(5) });
+}
+
 /// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
 /// with burn's.
 fn check_onnx_export(cfg: &NetConfig) {
@@ -75,7 +91,13 @@ fn check_onnx_export(cfg: &NetConfig) {
     let size = 5;
     let cfg = cfg.clone();
     let version = cfg.input_version;
-    let expected_outputs = ["policy_logits", "value"];
+    let mut expected_outputs = vec!["policy_logits", "value"];
+    if cfg.wdl {
+        expected_outputs.push("wdl_logits");
+    }
+    if cfg.aux {
+        expected_outputs.extend(["flat_margin", "ownership", "opponent_policy_logits"]);
+    }
     // A few training steps so the BatchNorm statistics (folded into the export) matter.
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
@@ -84,7 +106,7 @@ fn check_onnx_export(cfg: &NetConfig) {
             .iter()
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone() }
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), aux: Default::default() }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();
@@ -124,6 +146,25 @@ fn check_onnx_export(cfg: &NetConfig) {
         std::fs::write(&p, f32_bytes(v)).unwrap();
         p.to_string_lossy().into_owned()
     };
+    // burn's outputs of the extra heads.
+    let x = burn::tensor::Tensor::<4>::from_data(
+        burn::tensor::TensorData::new(planes.clone(), [ps.len(), cfg.planes(), size, size]),
+        &bredon_nn::device(),
+    );
+    let out = model.forward_all(x, true);
+    let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    let mut extras = serde_json::Map::new();
+    for (name, t) in [
+        ("wdl_logits", out.wdl),
+        ("flat_margin", out.flat_margin),
+        ("ownership", out.ownership),
+        ("opponent_policy_logits", out.opponent_policy),
+    ] {
+        if let Some(t) = t {
+            extras.insert(name.into(), write(&format!("{name}.bin"), &floats(t)).into());
+        }
+    }
+    assert_eq!(extras.len() + 2, expected_outputs.len());
     let args = [
         file.to_string_lossy().into_owned(),
         write("planes.bin", &planes),
@@ -133,12 +174,13 @@ fn check_onnx_export(cfg: &NetConfig) {
         size.to_string(),
         cfg.planes().to_string(),
         serde_json::to_string(&expected_outputs).unwrap(),
+        serde_json::Value::Object(extras).to_string(),
     ];
     let out = Command::new("python3").arg("-c").arg(CHECK).args(&args).output().unwrap();
     assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("onnxruntime vs burn: {report}");
-    for key in ["logits", "values", "single"] {
+    for key in ["logits", "values", "single", "extra"] {
         let d = report[key].as_f64().unwrap();
         assert!(d <= 1e-4, "{key} differ by {d}");
     }
