@@ -116,12 +116,12 @@ pub fn example(s: &Sample, sym: Symmetry, aux: bool) -> TrainExample {
     let map_policy = |p: &[(bredon_rules::Move, f32)]| p.iter().map(|&(m, q)| (sym.apply_move(m, n), q)).collect::<Vec<_>>();
     let aux = if aux {
         let mut ownership = vec![0.0f32; n * n];
-        for (sq, &o) in s.ownership.iter().enumerate() {
+        for (sq, o) in s.ownership_for_mover().into_iter().enumerate() {
             ownership[sym.square(bredon_rules::Square(sq as u8), n).index()] = o as f32;
         }
         AuxTargets {
             flat_margin: Some(s.flat_margin),
-            ownership: (s.ownership.len() == n * n).then_some(ownership),
+            ownership: (s.final_ownership.len() == n * n).then_some(ownership),
             opponent_policy: s.opponent_policy.as_deref().map(map_policy),
         }
     } else {
