@@ -45,7 +45,8 @@ def bredon_rates(bredon, net, batches, seconds, onnx_path):
 def ort_rate(session, size, batch, seconds):
     import numpy as np
     rng = np.random.default_rng(batch)
-    x = (rng.random((max(batch, 1024), 27, size, size)) < 0.2).astype(np.float32)
+    planes = session.get_inputs()[0].shape[1]  # 27 (input version 1) or 31 (version 2)
+    x = (rng.random((max(batch, 1024), planes, size, size)) < 0.2).astype(np.float32)
     session.run(None, {"planes": x[:batch]})  # warm-up
     done, i, start = 0, 0, time.perf_counter()
     while time.perf_counter() - start < seconds or done == 0:

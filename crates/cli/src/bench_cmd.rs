@@ -253,12 +253,7 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
     let (mut net, settings) = match &args.config {
         Some(path) => {
             let cfg = RunConfig::load(path).with_context(|| format!("loading {}", path.display()))?;
-            let settings = OptimizerSettings {
-                kind: cfg.train.optimizer.clone(),
-                weight_decay: cfg.train.weight_decay,
-                value_loss_weight: cfg.train.value_loss_weight,
-            };
-            (bredon_selfplay::net::net_config(&cfg), settings)
+            (bredon_selfplay::net::net_config(&cfg), bredon_selfplay::net::optimizer_settings(&cfg))
         }
         None => (NetConfig::default_for_size(args.size), OptimizerSettings::default()),
     };
@@ -276,7 +271,13 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
         .map(|position| {
             let moves = position.legal_moves();
             let policy = moves.iter().take(8).map(|&m| (m, 1.0 / moves.len().min(8) as f32)).collect();
-            TrainExample { policy, value: rng.random_range(-1.0..=1.0), position }
+            // Targets for the auxiliary heads too, so their cost is measured.
+            let aux = bredon_nn::train::AuxTargets {
+                flat_margin: Some(rng.random_range(-0.5..=0.5)),
+                ownership: Some((0..size * size).map(|_| rng.random_range(-1..=1) as f32).collect()),
+                opponent_policy: Some(vec![(moves[0], 1.0)]),
+            };
+            TrainExample { policy, value: rng.random_range(-1.0..=1.0), position, aux }
         })
         .collect();
     let batch = args.batch.max(1);

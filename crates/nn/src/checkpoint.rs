@@ -6,7 +6,7 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::encoding::INPUT_VERSION;
+use crate::encoding::check_input_version;
 use crate::fsutil::{atomic_write, atomic_write_with};
 use crate::integrity::{
     Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
@@ -23,7 +23,7 @@ pub struct ModelMeta {
     pub half_komi: i8,
     /// Architecture.
     pub net: NetConfig,
-    /// Input plane layout version ([`INPUT_VERSION`]).
+    /// Input plane layout version (the same as `net.input_version`; see [`crate::encoding`]).
     pub input_version: u32,
     /// Policy outputs.
     pub policy_size: usize,
@@ -40,7 +40,7 @@ impl ModelMeta {
             size: net.size,
             half_komi,
             net: net.clone(),
-            input_version: INPUT_VERSION,
+            input_version: net.input_version,
             policy_size: policy_size(net.size),
             step,
             generation,
@@ -48,10 +48,12 @@ impl ModelMeta {
     }
 
     fn check(&self) -> Result<()> {
-        if self.input_version != INPUT_VERSION {
+        check_input_version(self.input_version)?;
+        if self.net.input_version != self.input_version {
             bail!(
-                "model uses input format version {}, this build reads version {INPUT_VERSION}",
-                self.input_version
+                "model metadata is inconsistent (input version {}, network input version {})",
+                self.input_version,
+                self.net.input_version
             );
         }
         if self.size != self.net.size || self.policy_size != policy_size(self.size) {

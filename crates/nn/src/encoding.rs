@@ -1,9 +1,12 @@
-//! Input planes: a position as a `[PLANES, N, N]` tensor, seen from the side to move.
+//! Input planes: a position as a `[planes(version), N, N]` tensor, seen from the side to
+//! move.
 //!
 //! "Mine" means the side to move's pieces, "theirs" the opponent's (so colours are
 //! swapped when black moves; the `white_to_move` plane keeps the absolute colour, which
 //! matters because komi favours black). Square `(row, col)` is element `row * N + col`
 //! of each plane, rank 1 first.
+//!
+//! Input version 1 (27 planes):
 //!
 //! | planes | content |
 //! |---|---|
@@ -17,26 +20,64 @@
 //! | 24 | komi from my side: komi / 4 if I am black, −komi / 4 if white |
 //! | 25 | 1 during the two opening plies (placing the opponent's flat) |
 //! | 26 | all ones (lets convolutions see the board edge) |
+//!
+//! Input version 2 (31 planes) adds Tak features computed by the rules crate
+//! (`Position::road_completion_squares`, `Position::road_groups`, `SizeInfo::extent`):
+//!
+//! | planes | content |
+//! |---|---|
+//! | 0–26 | as version 1 |
+//! | 27 | my road in one: empty squares where a flat of mine completes a road (0 if I have no pieces left) |
+//! | 28 | their road in one: the same for the opponent, as if they were to move |
+//! | 29 | my road-group reach: on each square of one of my road groups (flats and capstones on top, orthogonally connected), the group's extent / N, where the extent is the larger of the rows and the columns it spans |
+//! | 30 | their road-group reach |
+//!
+//! The reach is symmetric under the board's eight symmetries (unlike "touches the north
+//! edge" planes), and a group of reach 1 − 1/N needs one more square in its direction.
 
-use bredon_rules::{Color, PieceKind, Position, Square};
+use anyhow::{Result, bail};
+use bredon_rules::{BitIter, Color, PieceKind, Position, Square};
 
-/// Version of the plane layout; saved with every model and checked when loading.
-pub const INPUT_VERSION: u32 = 1;
-/// Number of input planes.
-pub const PLANES: usize = 27;
+/// The newest plane layout, used by new configurations that ask for it.
+pub const LATEST_INPUT_VERSION: u32 = 2;
+/// The plane layout of models saved without a version in their configuration.
+pub const DEFAULT_INPUT_VERSION: u32 = 1;
+/// Number of input planes of version 1.
+pub const PLANES_V1: usize = 27;
+/// Number of input planes of version 2.
+pub const PLANES_V2: usize = 31;
 /// Pieces under the top that are encoded.
 pub const DEPTH: usize = 6;
 
-/// Floats in one encoded position of `size`.
-pub fn input_len(size: usize) -> usize {
-    PLANES * size * size
+/// Number of input planes of `input_version` (0 for an unknown version; see
+/// [`check_input_version`]).
+pub const fn planes(input_version: u32) -> usize {
+    match input_version {
+        1 => PLANES_V1,
+        2 => PLANES_V2,
+        _ => 0,
+    }
 }
 
-/// Writes the planes of `pos` into `out` (length [`input_len`]).
-pub fn encode(pos: &Position, out: &mut [f32]) {
+/// An error naming the versions this build reads unless `input_version` is one of them.
+pub fn check_input_version(input_version: u32) -> Result<()> {
+    if planes(input_version) == 0 {
+        bail!("model uses input format version {input_version}, this build reads versions 1 and {LATEST_INPUT_VERSION}");
+    }
+    Ok(())
+}
+
+/// Floats in one encoded position of `size` in `input_version`.
+pub fn input_len(input_version: u32, size: usize) -> usize {
+    planes(input_version) * size * size
+}
+
+/// Writes the planes of `pos` in `input_version` into `out` (length [`input_len`]).
+pub fn encode(pos: &Position, input_version: u32, out: &mut [f32]) {
     let n = pos.size();
     let area = n * n;
-    debug_assert_eq!(out.len(), PLANES * area);
+    assert!(planes(input_version) > 0, "unknown input version {input_version}");
+    debug_assert_eq!(out.len(), planes(input_version) * area);
     out.fill(0.0);
     let me = pos.side_to_move();
     let them = me.opposite();
@@ -82,6 +123,34 @@ pub fn encode(pos: &Position, out: &mut [f32]) {
             out[plane * area..(plane + 1) * area].fill(v);
         }
     }
+    if input_version >= 2 {
+        encode_road_features(pos, out);
+    }
+}
+
+/// Planes 27–30 of version 2 (see the module documentation).
+fn encode_road_features(pos: &Position, out: &mut [f32]) {
+    let n = pos.size();
+    let area = n * n;
+    let info = pos.info();
+    let me = pos.side_to_move();
+    for (i, color) in [me, me.opposite()].into_iter().enumerate() {
+        let (stones, caps) = pos.reserves(color);
+        if stones > 0 || caps > 0 {
+            let plane = (27 + i) * area;
+            for sq in BitIter(pos.road_completion_squares(color)) {
+                out[plane + sq.index()] = 1.0;
+            }
+        }
+        let plane = (29 + i) * area;
+        for group in pos.road_groups(color) {
+            let (rows, cols) = info.extent(group);
+            let reach = rows.max(cols) as f32 / n as f32;
+            for sq in BitIter(group) {
+                out[plane + sq.index()] = reach;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -94,17 +163,19 @@ mod tests {
     fn planes_follow_symmetries() {
         let pos = parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26").unwrap();
         let n = 5;
-        let mut base = vec![0.0; input_len(n)];
-        encode(&pos, &mut base);
+        for v in [1, 2] {
+        let mut base = vec![0.0; input_len(v, n)];
+        encode(&pos, v, &mut base);
         for s in Symmetry::ALL {
-            let mut t = vec![0.0; input_len(n)];
-            encode(&pos.transformed(s), &mut t);
-            for p in 0..PLANES {
+            let mut t = vec![0.0; input_len(v, n)];
+            encode(&pos.transformed(s), v, &mut t);
+            for p in 0..planes(v) {
                 for sq in 0..n * n {
                     let to = s.square(Square(sq as u8), n).index();
                     assert_eq!(base[p * n * n + sq], t[p * n * n + to], "plane {p} square {sq} sym {s:?}");
                 }
             }
+        }
         }
     }
 
@@ -112,13 +183,77 @@ mod tests {
     fn perspective_swaps_with_the_side_to_move() {
         let white = parse_tps("1,x2/x3/x2,2 1 2").unwrap();
         let black = parse_tps("1,x2/x3/x2,2 2 2").unwrap();
-        let (mut a, mut b) = (vec![0.0; input_len(3)], vec![0.0; input_len(3)]);
-        encode(&white, &mut a);
-        encode(&black, &mut b);
+        let (mut a, mut b) = (vec![0.0; input_len(1, 3)], vec![0.0; input_len(1, 3)]);
+        encode(&white, 1, &mut a);
+        encode(&black, 1, &mut b);
         let a1 = Square::from_coords(0, 2, 3).index();
         assert_eq!(a[a1], 1.0); // white flat is "mine" for white
         assert_eq!(b[3 * 9 + a1], 1.0); // and "theirs" for black
         assert_eq!(a[23 * 9], 1.0);
         assert_eq!(b[23 * 9], 0.0);
+    }
+
+    /// The value of `plane` on the square named in PTN (`"a1"`).
+    fn at(planes: &[f32], n: usize, plane: usize, name: &str) -> f32 {
+        let b = name.as_bytes();
+        let sq = Square::from_coords((b[0] - b'a') as usize, (b[1] - b'1') as usize, n);
+        planes[plane * n * n + sq.index()]
+    }
+
+    #[test]
+    fn version_2_starts_with_version_1() {
+        let pos = parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 2 26").unwrap();
+        let (mut a, mut b) = (vec![0.0; input_len(1, 5)], vec![0.0; input_len(2, 5)]);
+        encode(&pos, 1, &mut a);
+        encode(&pos, 2, &mut b);
+        assert_eq!(a[..], b[..a.len()]);
+        assert_eq!((planes(1), planes(2), planes(3)), (27, 31, 0));
+        assert!(check_input_version(2).is_ok());
+        assert!(format!("{}", check_input_version(7).unwrap_err()).contains("version 7"));
+    }
+
+    #[test]
+    fn road_in_one_planes_for_both_sides() {
+        // 4x4, black to move. White a2 b2 c2: d2 completes rank 2. Black c4 d4 c3 d3 d1:
+        // d2 completes the d-file (b4 would not: a4 is empty).
+        let pos = parse_tps("x,x,2,2/x,x,2,2/1,1,1,x/x3,2 2 6").unwrap();
+        let v = 2;
+        let mut x = vec![0.0; input_len(v, 4)];
+        encode(&pos, v, &mut x);
+        // Black to move: "mine" = black. d2 completes black's d-file and white's rank 2.
+        assert_eq!(at(&x, 4, 27, "d2"), 1.0);
+        assert_eq!(at(&x, 4, 28, "d2"), 1.0);
+        let mine: f32 = x[27 * 16..28 * 16].iter().sum();
+        let theirs: f32 = x[28 * 16..29 * 16].iter().sum();
+        assert_eq!((mine, theirs), (1.0, 1.0));
+        // White to move, only white has a road in one: b1 c1 d1 and an empty a1.
+        let pos = parse_tps("2,x3/x4/2,x3/x,1,1,1 1 4").unwrap();
+        encode(&pos, v, &mut x);
+        assert_eq!(at(&x, 4, 27, "a1"), 1.0);
+        assert_eq!(x[27 * 16..28 * 16].iter().sum::<f32>(), 1.0);
+        assert_eq!(x[28 * 16..29 * 16].iter().sum::<f32>(), 0.0);
+        // The same board with black to move: the plane swaps to "theirs".
+        let pos = parse_tps("2,x3/x4/2,x3/x,1,1,1 2 4").unwrap();
+        encode(&pos, v, &mut x);
+        assert_eq!(at(&x, 4, 28, "a1"), 1.0);
+        assert_eq!(x[27 * 16..28 * 16].iter().sum::<f32>(), 0.0);
+    }
+
+    #[test]
+    fn road_group_reach_planes() {
+        // White (to move): b1 c1 d1 spans 3 columns; a3 alone. Black: a4 b4 (2 columns)
+        // and a wall d4 (not a road square).
+        let pos = parse_tps("2,2,x,2S/1,x3/x4/x,1,1,1 1 5").unwrap();
+        let mut x = vec![0.0; input_len(2, 4)];
+        encode(&pos, 2, &mut x);
+        assert_eq!(at(&x, 4, 29, "b1"), 0.75);
+        assert_eq!(at(&x, 4, 29, "d1"), 0.75);
+        assert_eq!(at(&x, 4, 29, "a3"), 0.25);
+        assert_eq!(at(&x, 4, 29, "a1"), 0.0);
+        assert_eq!(at(&x, 4, 30, "a4"), 0.5);
+        assert_eq!(at(&x, 4, 30, "b4"), 0.5);
+        assert_eq!(at(&x, 4, 30, "d4"), 0.0);
+        // Road in one for white at a1 (a1 b1 c1 d1).
+        assert_eq!(at(&x, 4, 27, "a1"), 1.0);
     }
 }

@@ -25,7 +25,7 @@ use bredon_rules::Position;
 use rayon::prelude::*;
 use std::sync::Mutex;
 
-use crate::encoding::{PLANES, encode, input_len};
+use crate::encoding::{encode, input_len, planes};
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
@@ -499,7 +499,7 @@ struct Scratch {
     capacity: usize,
     /// One position's planes, channel-major (as [`encode`] writes them).
     planes: Vec<f32>,
-    /// Input, `[position][padded pixel][PLANES]`.
+    /// Input, `[position][padded pixel][planes]`.
     x: Vec<f32>,
     /// Trunk activations, `[position][padded pixel][channels]`.
     h: Vec<f32>,
@@ -538,10 +538,13 @@ pub struct FastNet {
     head: Packed,
     policy_fc: Packed,
     value_fc1: Packed,
+    /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
     value_fc2: Vec<f32>,
-    value_b2: f32,
+    value_b2: Vec<f32>,
     /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
     taps3: [isize; 9],
+    /// Input planes (of `config.input_version`).
+    planes: usize,
     scratch: Vec<Mutex<Scratch>>,
     /// Fewest positions per parallel chunk.
     min_chunk: usize,
@@ -586,8 +589,9 @@ impl FastNet {
             policy_fc: Packed::dense_from_nchw(isa, &net.policy_fc, area, pf),
             value_fc1: Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout),
             value_fc2: net.value_fc2.weight.clone(),
-            value_b2: net.value_fc2.bias[0],
+            value_b2: net.value_fc2.bias.clone(),
             taps3,
+            planes: planes(net.config.input_version),
             scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
             min_chunk: 2,
         }
@@ -658,8 +662,9 @@ impl FastNet {
         let heads = self.head.n;
         let vf = heads - pf;
         let hidden = self.value_fc1.n;
-        s.planes.resize(input_len(n), 0.0);
-        s.x.resize(b * padded * PLANES, 0.0);
+        let planes = self.planes;
+        s.planes.resize(input_len(self.config.input_version, n), 0.0);
+        s.x.resize(b * padded * planes, 0.0);
         s.h.resize(b * padded * c, 0.0);
         s.y.resize(b * padded * c, 0.0);
         s.head.resize(b * area * heads, 0.0);
@@ -670,7 +675,7 @@ impl FastNet {
             let (i, sq) = (m / area, m % area);
             i * padded + (sq / n + 1) * (n + 2) + sq % n + 1
         };
-        s.rows_x = (0..b * area).map(|m| pix(m) * PLANES).collect();
+        s.rows_x = (0..b * area).map(|m| pix(m) * planes).collect();
         s.rows_c = (0..b * area).map(|m| pix(m) * c).collect();
         s.rows_head = (0..b * area).map(|m| m * heads).collect();
         s.rows_pol = (0..b).map(|i| i * area * pf).collect();
@@ -689,23 +694,24 @@ impl FastNet {
         let c = self.config.channels;
         let isa = self.isa;
         // Input planes, channels-last on the padded board.
+        let planes = self.planes;
         for (i, pos) in positions.iter().enumerate() {
-            encode(pos, &mut s.planes);
+            encode(pos, self.config.input_version, &mut s.planes);
             for sq in 0..area {
                 let o = s.rows_x[i * area + sq];
-                let px = &mut s.x[o..o + PLANES];
+                let px = &mut s.x[o..o + planes];
                 for (plane, v) in px.iter_mut().enumerate() {
                     *v = s.planes[plane * area + sq];
                 }
             }
         }
-        let taps_x = self.taps3.map(|t| t * PLANES as isize);
+        let taps_x = self.taps3.map(|t| t * planes as isize);
         let taps_c = self.taps3.map(|t| t * c as isize);
         let rows_c = &s.rows_c[..m];
         gemm(
             isa,
             &self.stem,
-            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: PLANES, out_rows: rows_c, residual: false, relu: true },
+            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: planes, out_rows: rows_c, residual: false, relu: true },
             &mut s.h,
             split,
         );
@@ -771,10 +777,21 @@ impl FastNet {
             split,
         );
         let hidden = self.value_fc1.n;
+        let outs = self.value_b2.len();
         for (i, v) in values.iter_mut().enumerate() {
             let h = &s.hid[i * hidden..(i + 1) * hidden];
-            let z: f32 = h.iter().zip(&self.value_fc2).map(|(a, w)| a * w).sum::<f32>() + self.value_b2;
-            *v = z.tanh();
+            let mut z = [0.0f32; 3];
+            for (k, zk) in z.iter_mut().enumerate().take(outs) {
+                *zk = h.iter().enumerate().map(|(j, a)| a * self.value_fc2[j * outs + k]).sum::<f32>() + self.value_b2[k];
+            }
+            *v = if outs == 3 {
+                // Win/draw/loss logits: P(win) − P(loss), a softmax shifted by the maximum.
+                let m = z[0].max(z[1]).max(z[2]);
+                let e = z.map(|x| (x - m).exp());
+                (e[0] - e[2]) / (e[0] + e[1] + e[2])
+            } else {
+                z[0].tanh()
+            };
         }
     }
 }

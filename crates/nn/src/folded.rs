@@ -8,7 +8,7 @@
 
 use burn::prelude::*;
 
-use crate::encoding::PLANES;
+use crate::encoding::planes;
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
 
@@ -43,13 +43,16 @@ pub struct FoldedLinear {
 /// [`TakNet`] in inference form. Layer semantics (all convolutions "same" padded):
 /// `h = relu(stem(x))`; per block `h = relu(conv2(relu(conv1(h))) + h)`;
 /// policy `policy_fc(flatten(relu(policy_conv(h))))`; value
-/// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))`, where `flatten`
-/// is channel-major (`c * N² + square`).
+/// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))` (with WDL, `value_fc2`
+/// gives 3 logits and the value is `softmax[0] − softmax[2]`), where `flatten` is
+/// channel-major (`c * N² + square`). Auxiliary heads (optional): flat margin
+/// `margin_fc(relu(value_fc1(..)))`, ownership `tanh(ownership_conv(h))`, opponent policy
+/// `opponent_policy_fc(flatten(relu(policy_conv(h))))`.
 #[derive(Clone, Debug)]
 pub struct FoldedNet {
     /// Architecture with the size set.
     pub config: NetConfig,
-    /// 3x3, `PLANES` to `channels`.
+    /// 3x3, `planes(input_version)` to `channels`.
     pub stem: FoldedConv,
     /// Residual blocks: (conv1, conv2), 3x3.
     pub blocks: Vec<(FoldedConv, FoldedConv)>,
@@ -61,8 +64,14 @@ pub struct FoldedNet {
     pub value_conv: FoldedConv,
     /// `2 * N²` to `value_hidden`.
     pub value_fc1: FoldedLinear,
-    /// `value_hidden` to 1.
+    /// `value_hidden` to 1 (tanh) or 3 (win/draw/loss logits).
     pub value_fc2: FoldedLinear,
+    /// Auxiliary flat margin: `value_hidden` to 1.
+    pub margin_fc: Option<FoldedLinear>,
+    /// Auxiliary ownership: 1x1, `channels` to 1 (no BatchNorm).
+    pub ownership_conv: Option<FoldedConv>,
+    /// Auxiliary opponent policy: `policy_filters * N²` to `policy_size(N)`.
+    pub opponent_policy_fc: Option<FoldedLinear>,
 }
 
 fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
@@ -92,6 +101,13 @@ fn fold_conv(conv: &burn::nn::conv::Conv2d, bn: &burn::nn::BatchNorm) -> FoldedC
     FoldedConv { cin, cout, k, weight, bias }
 }
 
+fn plain_conv(conv: &burn::nn::conv::Conv2d) -> FoldedConv {
+    let w = conv.weight.val();
+    let [cout, cin, k, _] = w.dims();
+    let bias = conv.bias.as_ref().map(|b| floats(b.val())).unwrap_or_else(|| vec![0.0; cout]);
+    FoldedConv { cin, cout, k, weight: floats(w), bias }
+}
+
 fn linear(l: &burn::nn::Linear) -> FoldedLinear {
     let w = l.weight.val();
     let [din, dout] = w.dims();
@@ -112,6 +128,9 @@ impl FoldedNet {
             value_conv: fold_conv(&model.value_conv, &model.value_bn),
             value_fc1: linear(&model.value_fc1),
             value_fc2: linear(&model.value_fc2),
+            margin_fc: model.margin_fc.as_ref().map(linear),
+            ownership_conv: model.ownership_conv.as_ref().map(plain_conv),
+            opponent_policy_fc: model.opponent_policy_fc.as_ref().map(linear),
         };
         net.config = NetConfig {
             size,
@@ -119,8 +138,11 @@ impl FoldedNet {
             channels: net.stem.cout,
             value_hidden: net.value_fc1.dout,
             policy_filters: net.policy_conv.cout,
+            input_version: model.input_version,
+            wdl: net.value_fc2.dout == 3,
+            aux: net.margin_fc.is_some(),
         };
-        debug_assert_eq!(net.stem.cin, PLANES);
+        assert_eq!(net.stem.cin, planes(model.input_version), "stem inputs of input version {}", model.input_version);
         debug_assert_eq!(net.policy_fc.dout, policy_size(size));
         net
     }

@@ -107,7 +107,7 @@ impl Engine {
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
 pub fn forward_raw(model: &TakNet, positions: &[&Position], size: usize) -> (Vec<f32>, Vec<f32>) {
     let device = crate::device();
-    let x = encode_batch(positions.iter().copied(), size, &device);
+    let x = encode_batch(positions.iter().copied(), model.input_version(), size, &device);
     let (logits, values) = model.forward(x);
     let logits = logits.into_data().try_into_vec::<f32>().expect("f32 logits");
     let values = values.into_data().try_into_vec::<f32>().expect("f32 values");

@@ -3,11 +3,16 @@
 //! The graph is built from the [`FoldedNet`] (BatchNorm folded into the convolutions)
 //! with the ONNX protobuf types of the `onnx-protobuf` crate:
 //!
-//! - input `planes`: `[batch, PLANES, N, N]` float32 (the [`crate::encoding`] planes,
+//! - input `planes`: `[batch, P, N, N]` float32 (the [`crate::encoding`] planes of the
+//!   model's input version, P = 27 for version 1 and 31 for version 2;
 //!   channel-major, square `(row, col)` at `[.., row, col]`), batch dynamic;
 //! - outputs `policy_logits`: `[batch, policy_size(N)]` (indices of [`crate::policy`];
 //!   apply a softmax over the legal moves), and `value`: `[batch, 1]` in [-1, 1] for the
-//!   side to move;
+//!   side to move; with the WDL head also `wdl_logits` `[batch, 3]` (win, draw, loss;
+//!   `value` is then P(win) − P(loss)); with the auxiliary heads also `flat_margin`
+//!   `[batch, 1]` (final flat margin / N² for the side to move), `ownership`
+//!   `[batch, N²]` (final owner of each square, +1 = the side to move) and
+//!   `opponent_policy_logits` `[batch, policy_size(N)]`;
 //! - metadata properties: `size`, `half_komi`, `komi`, `input_version`, `planes`,
 //!   `policy_size`, `net` (the [`crate::NetConfig`] as JSON), `blocks`, `channels`,
 //!   `step`, `generation`, `producer`.
@@ -24,7 +29,7 @@ use protobuf::{EnumOrUnknown, MessageField};
 use std::path::Path;
 
 use crate::checkpoint::ModelMeta;
-use crate::encoding::{INPUT_VERSION, PLANES};
+use crate::encoding::planes;
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
 use crate::fsutil::atomic_write;
 use crate::model::TakNet;
@@ -40,6 +45,14 @@ pub const INPUT: &str = "planes";
 pub const POLICY_OUTPUT: &str = "policy_logits";
 /// Name of the value output.
 pub const VALUE_OUTPUT: &str = "value";
+/// Name of the win/draw/loss logits output (WDL models).
+pub const WDL_OUTPUT: &str = "wdl_logits";
+/// Name of the flat margin output (auxiliary heads).
+pub const FLAT_MARGIN_OUTPUT: &str = "flat_margin";
+/// Name of the ownership output (auxiliary heads).
+pub const OWNERSHIP_OUTPUT: &str = "ownership";
+/// Name of the opponent policy output (auxiliary heads).
+pub const OPPONENT_POLICY_OUTPUT: &str = "opponent_policy_logits";
 
 fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     AttributeProto { name: name.into(), type_: EnumOrUnknown::new(AttributeType::INTS), ints: v.to_vec(), ..Default::default() }
@@ -137,6 +150,8 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     if meta.size != n || meta.net != net.config {
         bail!("metadata ({} {}) does not describe the network ({} {})", meta.size, meta.net.name(), n, net.config.name());
     }
+    let version = net.config.input_version;
+    let planes = planes(version);
     let mut g = Builder::default();
     let stem = g.conv("stem", INPUT, &net.stem);
     let mut h = g.relu("stem.relu", &stem);
@@ -156,27 +171,54 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
     let v = g.gemm("value.fc1", &v, &net.value_fc1, None);
     let v = g.relu("value.relu1", &v);
-    let v = g.gemm("value.fc2", &v, &net.value_fc2, None);
-    g.node("Tanh", VALUE_OUTPUT, &[&v], vec![]);
+    let mut outputs = vec![
+        value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]),
+        value_info(VALUE_OUTPUT, &[None, Some(1)]),
+    ];
+    if net.config.wdl {
+        let z = g.gemm("value.fc2", &v, &net.value_fc2, Some(WDL_OUTPUT));
+        let prob = g.node("Softmax", "value.softmax", &[&z], vec![attr_int("axis", 1)]);
+        // value = P(win) - P(loss): the probabilities times the column (1, 0, -1).
+        g.init.push(tensor("value.wdl_to_value", &[3, 1], &[1.0, 0.0, -1.0]));
+        g.node("MatMul", VALUE_OUTPUT, &[&prob, "value.wdl_to_value"], vec![]);
+        outputs.push(value_info(WDL_OUTPUT, &[None, Some(3)]));
+    } else {
+        let v = g.gemm("value.fc2", &v, &net.value_fc2, None);
+        g.node("Tanh", VALUE_OUTPUT, &[&v], vec![]);
+    }
+    if let (Some(margin), Some(own), Some(opp)) = (&net.margin_fc, &net.ownership_conv, &net.opponent_policy_fc) {
+        g.gemm("aux.margin_fc", &v, margin, Some(FLAT_MARGIN_OUTPUT));
+        let o = g.conv("aux.ownership_conv", &h, own);
+        let o = g.node("Tanh", "aux.ownership_tanh", &[&o], vec![]);
+        g.node("Flatten", OWNERSHIP_OUTPUT, &[&o], vec![attr_int("axis", 1)]);
+        g.gemm("aux.opponent_policy_fc", &p, opp, Some(OPPONENT_POLICY_OUTPUT));
+        outputs.push(value_info(FLAT_MARGIN_OUTPUT, &[None, Some(1)]));
+        outputs.push(value_info(OWNERSHIP_OUTPUT, &[None, Some(n * n)]));
+        outputs.push(value_info(OPPONENT_POLICY_OUTPUT, &[None, Some(policy_size(n))]));
+    }
 
     let graph = GraphProto {
         name: format!("bredon_{n}x{n}_{}", net.config.name()),
         node: g.nodes,
         initializer: g.init,
-        input: vec![value_info(INPUT, &[None, Some(PLANES), Some(n), Some(n)])],
-        output: vec![
-            value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]),
-            value_info(VALUE_OUTPUT, &[None, Some(1)]),
-        ],
+        input: vec![value_info(INPUT, &[None, Some(planes), Some(n), Some(n)])],
+        output: outputs,
         ..Default::default()
     };
+    let mut extra = String::new();
+    if net.config.wdl {
+        extra.push_str(", wdl_logits [batch, 3]");
+    }
+    if net.config.aux {
+        extra.push_str(&format!(", flat_margin [batch, 1], ownership [batch, {}], opponent_policy_logits [batch, {}]", n * n, policy_size(n)));
+    }
     let props = [
         ("producer", "bredon".to_string()),
         ("size", n.to_string()),
         ("half_komi", meta.half_komi.to_string()),
         ("komi", format!("{}", meta.half_komi as f64 / 2.0)),
         ("input_version", meta.input_version.to_string()),
-        ("planes", PLANES.to_string()),
+        ("planes", planes.to_string()),
         ("policy_size", policy_size(n).to_string()),
         ("net", serde_json::to_string(&meta.net)?),
         ("blocks", meta.net.blocks.to_string()),
@@ -190,8 +232,8 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         producer_name: "bredon".into(),
         producer_version: env!("CARGO_PKG_VERSION").into(),
         doc_string: format!(
-            "Bredon Tak network {n}x{n} {}: input planes [batch, {PLANES}, {n}, {n}] (input version {INPUT_VERSION}), \
-             outputs policy_logits [batch, {}] and value [batch, 1] for the side to move",
+            "Bredon Tak network {n}x{n} {}: input planes [batch, {planes}, {n}, {n}] (input version {version}), \
+             outputs policy_logits [batch, {}] and value [batch, 1] for the side to move{extra}",
             net.config.name(),
             policy_size(n)
         ),

@@ -1,5 +1,8 @@
 //! The training step: policy cross-entropy against the search's visit distribution plus
-//! value mean squared error against the game result, optimised with Adam or SGD+momentum.
+//! value mean squared error against the game result (or, with a WDL head, cross-entropy
+//! of the win/draw/loss logits), plus the optional auxiliary losses (flat margin and
+//! ownership squared error, opponent-policy cross-entropy), optimised with Adam or
+//! SGD+momentum.
 
 use anyhow::{Result, bail};
 use burn::optim::decay::WeightDecayConfig;
@@ -9,7 +12,7 @@ use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 use bredon_rules::{Move, Position};
 
-use crate::encoding::{encode, input_len};
+use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::{move_to_index, policy_size};
 
@@ -20,8 +23,23 @@ pub struct TrainExample {
     pub position: Position,
     /// Target probability of moves (the normalised visit counts).
     pub policy: Vec<(Move, f32)>,
-    /// Game outcome for the side to move: +1, 0, -1.
+    /// Game outcome for the side to move: +1, 0, -1 (a WDL head is trained towards
+    /// win `max(v, 0)`, loss `max(−v, 0)`, draw `1 − |v|`).
     pub value: f32,
+    /// Targets of the auxiliary heads (used only by a network with `aux`).
+    pub aux: AuxTargets,
+}
+
+/// Targets of the auxiliary heads; `None` leaves the example out of that loss.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AuxTargets {
+    /// Final flat margin for the side to move, komi included, divided by N².
+    pub flat_margin: Option<f32>,
+    /// Final owner of each square (`row * N + col`): +1 the side to move's top piece, −1
+    /// the opponent's, 0 empty.
+    pub ownership: Option<Vec<f32>>,
+    /// The policy target of the next ply (the opponent's move), if it has one.
+    pub opponent_policy: Option<Vec<(Move, f32)>>,
 }
 
 /// Mean losses of one step.
@@ -29,8 +47,16 @@ pub struct TrainExample {
 pub struct Losses {
     /// Policy cross-entropy.
     pub policy: f64,
-    /// Value mean squared error.
+    /// Value mean squared error (of P(win) − P(loss) with a WDL head).
     pub value: f64,
+    /// Win/draw/loss cross-entropy (0 without a WDL head).
+    pub wdl: f64,
+    /// Flat margin squared error (0 without auxiliary heads).
+    pub flat_margin: f64,
+    /// Ownership squared error, per square (0 without auxiliary heads).
+    pub ownership: f64,
+    /// Opponent policy cross-entropy (0 without auxiliary heads).
+    pub opponent_policy: f64,
     /// Weighted total that was minimised.
     pub total: f64,
     /// Mean entropy of the predicted policy (over all outputs).
@@ -54,13 +80,29 @@ pub struct OptimizerSettings {
     pub kind: String,
     /// L2 weight decay.
     pub weight_decay: f64,
-    /// Weight of the value loss.
+    /// Weight of the value loss (the squared error; not used with a WDL head).
     pub value_loss_weight: f64,
+    /// Weight of the win/draw/loss cross-entropy (WDL head only).
+    pub wdl_loss_weight: f64,
+    /// Weight of the flat margin loss (auxiliary heads only).
+    pub flat_margin_loss_weight: f64,
+    /// Weight of the ownership loss (auxiliary heads only).
+    pub ownership_loss_weight: f64,
+    /// Weight of the opponent policy loss (auxiliary heads only).
+    pub opponent_policy_loss_weight: f64,
 }
 
 impl Default for OptimizerSettings {
     fn default() -> Self {
-        OptimizerSettings { kind: "adam".into(), weight_decay: 1e-4, value_loss_weight: 1.0 }
+        OptimizerSettings {
+            kind: "adam".into(),
+            weight_decay: 1e-4,
+            value_loss_weight: 1.0,
+            wdl_loss_weight: 1.0,
+            flat_margin_loss_weight: 0.5,
+            ownership_loss_weight: 0.5,
+            opponent_policy_loss_weight: 0.15,
+        }
     }
 }
 
@@ -86,15 +128,20 @@ fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
     })
 }
 
-/// Encodes positions into one input tensor on `device`.
-pub(crate) fn encode_batch<'a>(positions: impl ExactSizeIterator<Item = &'a Position>, size: usize, device: &Device) -> Tensor<4> {
+/// Encodes positions in `input_version` into one input tensor on `device`.
+pub(crate) fn encode_batch<'a>(
+    positions: impl ExactSizeIterator<Item = &'a Position>,
+    input_version: u32,
+    size: usize,
+    device: &Device,
+) -> Tensor<4> {
     let b = positions.len();
-    let len = input_len(size);
+    let len = input_len(input_version, size);
     let mut data = vec![0.0f32; b * len];
     for (i, p) in positions.enumerate() {
-        encode(p, &mut data[i * len..(i + 1) * len]);
+        encode(p, input_version, &mut data[i * len..(i + 1) * len]);
     }
-    Tensor::from_data(TensorData::new(data, [b, crate::encoding::PLANES, size, size]), device)
+    Tensor::from_data(TensorData::new(data, [b, planes(input_version), size, size]), device)
 }
 
 impl Trainer {
@@ -103,6 +150,7 @@ impl Trainer {
         if !(3..=8).contains(&config.size) {
             bail!("network size {} is not a board size", config.size);
         }
+        check_input_version(config.input_version)?;
         let device = crate::device().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
@@ -154,7 +202,7 @@ impl Trainer {
         let n = self.config.size;
         let b = batch.len();
         let p_size = policy_size(n);
-        let x = encode_batch(batch.iter().map(|e| &e.position), n, &self.device);
+        let x = encode_batch(batch.iter().map(|e| &e.position), self.config.input_version, n, &self.device);
         let mut pi = vec![0.0f32; b * p_size];
         let mut z = vec![0.0f32; b];
         for (i, e) in batch.iter().enumerate() {
@@ -167,25 +215,92 @@ impl Trainer {
             z[i] = e.value;
         }
         let pi = Tensor::<2>::from_data(TensorData::new(pi, [b, p_size]), &self.device);
-        let z = Tensor::<2>::from_data(TensorData::new(z, [b, 1]), &self.device);
+        let z_t = Tensor::<2>::from_data(TensorData::new(z.clone(), [b, 1]), &self.device);
         let model = self.model.take().expect("model present");
-        let (logits, value) = model.forward(x);
-        let logp = log_softmax(logits, 1);
+        let cfg = &self.config;
+        let out = model.forward_all(x, cfg.aux);
+        let logp = log_softmax(out.policy, 1);
         let policy_loss = (pi * logp.clone()).sum_dim(1).mean().neg();
-        let diff = value - z;
+        let diff = out.value - z_t;
         let value_loss = (diff.clone() * diff).mean();
-        let total = policy_loss.clone() + value_loss.clone().mul_scalar(self.settings.value_loss_weight);
+        let s = &self.settings;
+        let mut total = policy_loss.clone();
+        let mut extra = Vec::new();
+        let scalar = |t: &Tensor<1>| t.clone().detach().into_scalar::<f32>() as f64;
+        let mut losses = Losses::default();
+        if let Some(wdl) = out.wdl {
+            // Soft target (win, draw, loss) with expectation `value`.
+            let t: Vec<f32> = z.iter().flat_map(|&v| [v.max(0.0), 1.0 - v.abs(), (-v).max(0.0)]).collect();
+            let t = Tensor::<2>::from_data(TensorData::new(t, [b, 3]), &self.device);
+            let ce = (t * log_softmax(wdl, 1)).sum_dim(1).mean().neg();
+            losses.wdl = scalar(&ce);
+            extra.push(("wdl", losses.wdl));
+            total = total + ce.mul_scalar(s.wdl_loss_weight);
+        } else {
+            total = total + value_loss.clone().mul_scalar(s.value_loss_weight);
+        }
+        if let (Some(margin), Some(own), Some(opp)) = (out.flat_margin, out.ownership, out.opponent_policy) {
+            let area = n * n;
+            // Flat margin: squared error over the examples that have a target.
+            let (mut m_t, mut m_mask) = (vec![0.0f32; b], vec![0.0f32; b]);
+            let (mut o_t, mut o_mask) = (vec![0.0f32; b * area], vec![0.0f32; b * area]);
+            let mut q = vec![0.0f32; b * p_size];
+            let (mut m_n, mut o_n, mut q_n) = (0usize, 0usize, 0usize);
+            for (i, e) in batch.iter().enumerate() {
+                if let Some(m) = e.aux.flat_margin {
+                    m_t[i] = m;
+                    m_mask[i] = 1.0;
+                    m_n += 1;
+                }
+                if let Some(o) = &e.aux.ownership {
+                    if o.len() != area {
+                        bail!("ownership target of {} squares for a {n}x{n} network", o.len());
+                    }
+                    o_t[i * area..(i + 1) * area].copy_from_slice(o);
+                    o_mask[i * area..(i + 1) * area].fill(1.0);
+                    o_n += 1;
+                }
+                if let Some(pol) = &e.aux.opponent_policy {
+                    for &(mv, p) in pol {
+                        q[i * p_size + move_to_index(mv, n)] += p;
+                    }
+                    q_n += 1;
+                }
+            }
+            let t2 = |v: Vec<f32>, cols: usize| Tensor::<2>::from_data(TensorData::new(v, [b, cols]), &self.device);
+            if m_n > 0 {
+                let d = (margin - t2(m_t, 1)) * t2(m_mask, 1);
+                let l = (d.clone() * d).sum().div_scalar(m_n as f32);
+                losses.flat_margin = scalar(&l);
+                extra.push(("flat margin", losses.flat_margin));
+                total = total + l.mul_scalar(s.flat_margin_loss_weight);
+            }
+            if o_n > 0 {
+                let d = (own - t2(o_t, area)) * t2(o_mask, area);
+                let l = (d.clone() * d).sum().div_scalar((o_n * area) as f32);
+                losses.ownership = scalar(&l);
+                extra.push(("ownership", losses.ownership));
+                total = total + l.mul_scalar(s.ownership_loss_weight);
+            }
+            if q_n > 0 {
+                let l = (t2(q, p_size) * log_softmax(opp, 1)).sum().div_scalar(q_n as f32).neg();
+                losses.opponent_policy = scalar(&l);
+                extra.push(("opponent policy", losses.opponent_policy));
+                total = total + l.mul_scalar(s.opponent_policy_loss_weight);
+            }
+        }
         let entropy = (logp.clone().exp() * logp).sum_dim(1).mean().neg();
-        let losses = Losses {
-            policy: policy_loss.clone().detach().into_scalar::<f32>() as f64,
-            value: value_loss.detach().into_scalar::<f32>() as f64,
-            total: total.clone().detach().into_scalar::<f32>() as f64,
-            entropy: entropy.detach().into_scalar::<f32>() as f64,
-        };
-        if !(losses.total.is_finite() && losses.policy.is_finite() && losses.value.is_finite()) {
+        losses.policy = scalar(&policy_loss);
+        losses.value = scalar(&value_loss);
+        losses.total = scalar(&total);
+        losses.entropy = scalar(&entropy);
+        if !(losses.total.is_finite() && losses.policy.is_finite() && losses.value.is_finite())
+            || extra.iter().any(|(_, l)| !l.is_finite())
+        {
             self.model = Some(model);
+            let extra: String = extra.iter().map(|(k, l)| format!(", {k} {l}")).collect();
             return Ok(StepOutcome::Skipped(format!(
-                "non-finite loss (policy {}, value {})",
+                "non-finite loss (policy {}, value {}{extra})",
                 losses.policy, losses.value
             )));
         }

@@ -59,7 +59,7 @@ fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
             .take(32)
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone() }
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), aux: Default::default() }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();
@@ -101,9 +101,35 @@ fn fast_path_matches_burn_on_real_positions() {
 }
 
 #[test]
+fn fast_path_matches_burn_with_wdl_and_aux_heads() {
+    // The fast path computes the value from the WDL logits and ignores the auxiliary heads.
+    let positions = real_positions();
+    let cfg = NetConfig { input_version: 2, wdl: true, aux: true, ..NetConfig::default_for_size(5) };
+    let model = trained(&cfg, &positions, 9);
+    assert!(model.wdl() && model.aux());
+    assert_agree(&model, &positions[..positions.len().min(200)], 5, 1e-4);
+}
+
+#[test]
+fn fast_path_matches_burn_with_input_version_2() {
+    let positions = real_positions();
+    let cfg = NetConfig { input_version: 2, ..NetConfig::default_for_size(5) };
+    let model = trained(&cfg, &positions, 7);
+    assert_eq!(model.input_version(), 2);
+    assert_agree(&model, &positions[..positions.len().min(300)], 5, 1e-4);
+    for (size, channels, wdl, aux) in [(4, 20, false, false), (6, 16, false, false), (4, 24, true, true), (5, 16, true, false)] {
+        let cfg = NetConfig { size, blocks: 1, channels, value_hidden: 9, policy_filters: 3, input_version: 2, wdl, aux };
+        let positions = random_positions(size, 96, 10 + size as u64);
+        assert_agree(&trained(&cfg, &positions, 8), &positions, size, 1e-4);
+    }
+}
+
+#[test]
 fn fast_path_matches_burn_on_the_shipped_model() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/4x4.bredon");
     let (model, meta) = load_exported(&path).unwrap();
+    // The shipped model predates input versions: it reads version 1.
+    assert_eq!((meta.input_version, meta.net.input_version, model.input_version()), (1, 1, 1));
     assert_agree(&model, &random_positions(meta.size, 200, 3), meta.size, 1e-4);
 }
 
@@ -111,7 +137,7 @@ fn fast_path_matches_burn_on_the_shipped_model() {
 fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
     // Channel counts that are not multiples of the vector width, tiny heads, all sizes.
     for (size, channels, filters) in [(3, 8, 2), (4, 20, 3), (6, 40, 5), (7, 33, 8), (8, 16, 1)] {
-        let cfg = NetConfig { size, blocks: 2, channels, value_hidden: 9, policy_filters: filters };
+        let cfg = NetConfig { size, blocks: 2, channels, value_hidden: 9, policy_filters: filters, ..NetConfig::default() };
         let positions = random_positions(size, 96, size as u64);
         let model = trained(&cfg, &positions, 2);
         assert_agree(&model, &positions, size, 1e-4);
@@ -121,7 +147,7 @@ fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
 #[test]
 fn both_inference_paths_give_the_same_evaluations() {
     let positions = real_positions();
-    let cfg = NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4 };
+    let cfg = NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
     let model = trained(&cfg, &positions, 5);
     let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Fast);
     let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);

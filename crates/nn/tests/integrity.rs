@@ -11,7 +11,7 @@ use bredon_rules::Position;
 use std::path::Path;
 
 fn tiny(size: usize) -> NetConfig {
-    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2 }
+    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() }
 }
 
 #[track_caller]
@@ -145,9 +145,9 @@ fn a_non_finite_step_is_skipped_and_changes_nothing() {
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let pos = Position::new(3).unwrap();
     let mv = pos.legal_moves()[0];
-    let good = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: 0.5 }];
-    let nan_value = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: f32::NAN }];
-    let inf_policy = vec![TrainExample { position: pos.clone(), policy: vec![(mv, f32::INFINITY)], value: 0.0 }];
+    let good = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: 0.5, aux: Default::default() }];
+    let nan_value = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: f32::NAN, aux: Default::default() }];
+    let inf_policy = vec![TrainExample { position: pos.clone(), policy: vec![(mv, f32::INFINITY)], value: 0.0, aux: Default::default() }];
     // A twin trainer with the same weights that never sees the bad batches.
     let mut twin = Trainer::from_model(&cfg, trainer.model(), OptimizerSettings::default()).unwrap();
     for bad in [&nan_value, &inf_policy] {

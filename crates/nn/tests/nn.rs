@@ -9,7 +9,7 @@ use bredon_rules::Position;
 use rand::{Rng, SeedableRng};
 
 fn tiny(size: usize) -> NetConfig {
-    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2 }
+    NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() }
 }
 
 fn positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
@@ -41,7 +41,16 @@ fn evaluate(ev: &dyn Evaluator, ps: &[Position]) -> Vec<bredon_mcts::Evaluation>
 
 #[test]
 fn save_load_and_export_give_identical_outputs() {
-    let cfg = tiny(4);
+    check_save_load_and_export(&tiny(4));
+}
+
+#[test]
+fn save_load_and_export_input_version_2() {
+    check_save_load_and_export(&NetConfig { input_version: 2, ..tiny(4) });
+}
+
+fn check_save_load_and_export(cfg: &NetConfig) {
+    let cfg = cfg.clone();
     let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 1).unwrap();
     let model = trainer.model();
     let ps = positions(4, 5, 2);
@@ -55,19 +64,90 @@ fn save_load_and_export_give_identical_outputs() {
     save_model(&model, &meta, dir.path()).unwrap();
     let (loaded, m2) = load_model(dir.path()).unwrap();
     assert_eq!(m2, meta);
+    assert_eq!(loaded.input_version(), cfg.input_version);
     assert_eq!(evaluate(&NetEvaluator::new(loaded, 4), &ps), before);
     let file = dir.path().join("exported.bredon");
     export_model(&model, &meta, &file).unwrap();
     let (exp, m3) = load_exported(&file).unwrap();
     assert_eq!(m3, meta);
     assert_eq!(evaluate(&NetEvaluator::new(exp, 4), &ps), before);
-    // A wrong input version is refused with a message naming it.
+    // An unknown input version is refused with a message naming it; a metadata whose
+    // two versions disagree too.
     let mut bad = meta.clone();
-    bad.input_version += 1;
+    bad.input_version = 9;
+    bad.net.input_version = 9;
     std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
     let err = format!("{:#}", load_model(dir.path()).unwrap_err());
-    assert!(err.contains("input format version"), "{err}");
+    assert!(err.contains("input format version 9"), "{err}");
+    let mut bad = meta.clone();
+    bad.input_version = 3 - cfg.input_version;
+    std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
+    let err = format!("{:#}", load_model(dir.path()).unwrap_err());
+    assert!(err.contains("inconsistent"), "{err}");
     assert!(load_exported(&dir.path().join("model.json")).is_err());
+}
+
+#[test]
+fn save_load_and_export_with_wdl_and_aux_heads() {
+    check_save_load_and_export(&NetConfig { input_version: 2, wdl: true, aux: true, ..tiny(4) });
+    // A WDL network without auxiliary heads, on version-1 inputs.
+    check_save_load_and_export(&NetConfig { wdl: true, ..tiny(4) });
+}
+
+#[test]
+fn wdl_and_auxiliary_heads_train_on_a_fixed_batch() {
+    let cfg = NetConfig { input_version: 2, wdl: true, aux: true, ..tiny(3) };
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    let batch: Vec<TrainExample> = positions(3, 16, 5)
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let moves = p.legal_moves();
+            let target = moves[rng.random_range(0..moves.len())];
+            let white = p.side_to_move() == bredon_rules::Color::White;
+            let mut next = p.clone();
+            next.play(target).unwrap();
+            let reply = next.legal_moves().first().copied();
+            let aux = bredon_nn::train::AuxTargets {
+                flat_margin: Some(if white { 0.2 } else { -0.2 }),
+                ownership: Some((0..9).map(|sq| if (sq + i) % 3 == 0 { 1.0 } else { -1.0 }).collect()),
+                // Some examples have no opponent target (the game ended, or a fast search).
+                opponent_policy: reply.filter(|_| i % 4 != 0).map(|m| vec![(m, 1.0)]),
+            };
+            TrainExample { value: [1.0, 0.0, -1.0][i % 3], policy: vec![(target, 1.0)], position: p, aux }
+        })
+        .collect();
+    let first = trainer.step(&batch, 0.01).unwrap();
+    assert!(first.wdl > 0.0 && first.flat_margin > 0.0 && first.ownership > 0.0 && first.opponent_policy > 0.0, "{first:?}");
+    let mut last = first;
+    for _ in 0..100 {
+        last = trainer.step(&batch, 0.01).unwrap();
+    }
+    for (name, a, b) in [
+        ("policy", first.policy, last.policy),
+        ("value", first.value, last.value),
+        ("wdl", first.wdl, last.wdl),
+        ("flat margin", first.flat_margin, last.flat_margin),
+        ("ownership", first.ownership, last.ownership),
+        ("opponent policy", first.opponent_policy, last.opponent_policy),
+    ] {
+        assert!(b < a * 0.7, "{name} loss {a} -> {b}");
+    }
+    // The value the search sees is P(win) - P(loss), within [-1, 1].
+    let model = trainer.model();
+    let ps: Vec<Position> = batch.iter().map(|e| e.position.clone()).collect();
+    let ev = evaluate(&NetEvaluator::new(model.clone(), 3), &ps);
+    for e in &ev {
+        assert!((-1.0..=1.0).contains(&e.value));
+    }
+    // In inference mode (BatchNorm running statistics) the values follow the targets.
+    let agree: f32 = ev.iter().zip(&batch).map(|(e, ex)| e.value * ex.value).sum::<f32>() / batch.len() as f32;
+    assert!(agree > 0.2, "values {:?}", ev.iter().map(|e| e.value).collect::<Vec<_>>());
+    // Examples without any auxiliary target train too (the auxiliary losses are 0).
+    let plain: Vec<TrainExample> = batch.iter().map(|e| TrainExample { aux: Default::default(), ..e.clone() }).collect();
+    let l = trainer.step(&plain, 0.01).unwrap();
+    assert!(l.wdl > 0.0 && l.flat_margin == 0.0 && l.ownership == 0.0 && l.opponent_policy == 0.0, "{l:?}");
 }
 
 #[test]
@@ -80,7 +160,7 @@ fn training_reduces_the_loss_on_a_fixed_batch() {
         .map(|p| {
             let moves = p.legal_moves();
             let target = moves[rng.random_range(0..moves.len())];
-            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p }
+            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p, aux: Default::default() }
         })
         .collect();
     let first = trainer.step(&batch, 0.01).unwrap();

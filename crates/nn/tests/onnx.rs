@@ -39,28 +39,65 @@ fn have_onnxruntime() -> bool {
 const CHECK: &str = r#"
 import sys, json, numpy as np, onnxruntime as ort
 model, planes, logits, values, n, size = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-x = np.fromfile(planes, dtype='<f4').reshape(n, 27, size, size)
+nplanes, outputs, extras = int(sys.argv[7]), json.loads(sys.argv[8]), json.loads(sys.argv[9])
+x = np.fromfile(planes, dtype='<f4').reshape(n, nplanes, size, size)
 want_l = np.fromfile(logits, dtype='<f4').reshape(n, -1)
 want_v = np.fromfile(values, dtype='<f4').reshape(n, 1)
 opts = ort.SessionOptions()
 opts.intra_op_num_threads = 1
 s = ort.InferenceSession(model, opts, providers=['CPUExecutionProvider'])
 assert [i.name for i in s.get_inputs()] == ['planes'], s.get_inputs()
-assert [o.name for o in s.get_outputs()] == ['policy_logits', 'value'], s.get_outputs()
-l, v = s.run(None, {'planes': x})
-l1, v1 = s.run(None, {'planes': x[:1]})
+assert [o.name for o in s.get_outputs()] == outputs, s.get_outputs()
+all_out = s.run(None, {'planes': x})
+l, v = all_out[0], all_out[1]
+l1, v1 = s.run(None, {'planes': x[:1]})[:2]
 meta = s.get_modelmeta().custom_metadata_map
+# The extra outputs (WDL logits, auxiliary heads) against burn's.
+by_name = dict(zip(outputs, all_out))
+extra = 0.0
+for name, path in extras.items():
+    want = np.fromfile(path, dtype='<f4').reshape(by_name[name].shape)
+    extra = max(extra, float(np.abs(by_name[name] - want).max()))
+if 'wdl_logits' in by_name:
+    z = by_name['wdl_logits']
+    p = np.exp(z - z.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
+    extra = max(extra, float(np.abs(p[:, :1] - p[:, 2:] - v).max()))
 print(json.dumps({
     'logits': float(np.abs(l - want_l).max()), 'values': float(np.abs(v - want_v).max()),
+    'extra': extra,
     'single': float(max(np.abs(l1 - want_l[:1]).max(), np.abs(v1 - want_v[:1]).max())),
-    'shape': [list(l.shape), list(v.shape)], 'meta': meta}))
+    'shape': [list(l.shape), list(v.shape)], 'shapes': [list(o.shape) for o in all_out], 'meta': meta}))
 "#;
 
 #[test]
 fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
+    check_onnx_export(&NetConfig::default_for_size(5));
+}
+
+#[test]
+fn onnx_export_of_input_version_2() {
+    check_onnx_export(&NetConfig { input_version: 2, ..NetConfig::default_for_size(5) });
+}
+
+#[test]
+fn onnx_export_with_wdl_and_aux_heads() {
+    check_onnx_export(&NetConfig { input_version: 2, wdl: true, aux: true, ..NetConfig::default_for_size(5) });
+}
+
+/// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
+/// with burn's.
+fn check_onnx_export(cfg: &NetConfig) {
     let positions = real_positions();
     let size = 5;
-    let cfg = NetConfig::default_for_size(size);
+    let cfg = cfg.clone();
+    let version = cfg.input_version;
+    let mut expected_outputs = vec!["policy_logits", "value"];
+    if cfg.wdl {
+        expected_outputs.push("wdl_logits");
+    }
+    if cfg.aux {
+        expected_outputs.extend(["flat_margin", "ownership", "opponent_policy_logits"]);
+    }
     // A few training steps so the BatchNorm statistics (folded into the export) matter.
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
@@ -69,7 +106,7 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
             .iter()
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone() }
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), aux: Default::default() }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();
@@ -83,12 +120,13 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
     let summary = read_onnx_summary(&file).unwrap();
     assert_eq!(summary.opset, 17);
     assert_eq!(summary.inputs, ["planes"]);
-    assert_eq!(summary.outputs, ["policy_logits", "value"]);
+    assert_eq!(summary.outputs, expected_outputs);
     let get = |k: &str| summary.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     assert_eq!(get("size").as_deref(), Some("5"));
     assert_eq!(get("half_komi").as_deref(), Some("3"));
     assert_eq!(get("komi").as_deref(), Some("1.5"));
-    assert_eq!(get("input_version").as_deref(), Some("1"));
+    assert_eq!(get("input_version"), Some(version.to_string()));
+    assert_eq!(get("planes"), Some(cfg.planes().to_string()));
     assert_eq!(serde_json::from_str::<NetConfig>(&get("net").unwrap()).unwrap(), cfg);
 
     if !have_onnxruntime() {
@@ -97,9 +135,10 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
     }
     let ps: Vec<&Position> = positions.iter().step_by(3).take(64).collect();
     assert!(ps.len() >= 32);
-    let mut planes = vec![0.0f32; ps.len() * input_len(size)];
+    let len = input_len(version, size);
+    let mut planes = vec![0.0f32; ps.len() * len];
     for (i, p) in ps.iter().enumerate() {
-        encode(p, &mut planes[i * input_len(size)..(i + 1) * input_len(size)]);
+        encode(p, version, &mut planes[i * len..(i + 1) * len]);
     }
     let (logits, values) = forward_raw(&model, &ps, size);
     let write = |name: &str, v: &[f32]| {
@@ -107,6 +146,25 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
         std::fs::write(&p, f32_bytes(v)).unwrap();
         p.to_string_lossy().into_owned()
     };
+    // burn's outputs of the extra heads.
+    let x = burn::tensor::Tensor::<4>::from_data(
+        burn::tensor::TensorData::new(planes.clone(), [ps.len(), cfg.planes(), size, size]),
+        &bredon_nn::device(),
+    );
+    let out = model.forward_all(x, true);
+    let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    let mut extras = serde_json::Map::new();
+    for (name, t) in [
+        ("wdl_logits", out.wdl),
+        ("flat_margin", out.flat_margin),
+        ("ownership", out.ownership),
+        ("opponent_policy_logits", out.opponent_policy),
+    ] {
+        if let Some(t) = t {
+            extras.insert(name.into(), write(&format!("{name}.bin"), &floats(t)).into());
+        }
+    }
+    assert_eq!(extras.len() + 2, expected_outputs.len());
     let args = [
         file.to_string_lossy().into_owned(),
         write("planes.bin", &planes),
@@ -114,18 +172,21 @@ fn onnx_export_runs_in_onnxruntime_and_matches_burn() {
         write("values.bin", &values),
         ps.len().to_string(),
         size.to_string(),
+        cfg.planes().to_string(),
+        serde_json::to_string(&expected_outputs).unwrap(),
+        serde_json::Value::Object(extras).to_string(),
     ];
     let out = Command::new("python3").arg("-c").arg(CHECK).args(&args).output().unwrap();
     assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("onnxruntime vs burn: {report}");
-    for key in ["logits", "values", "single"] {
+    for key in ["logits", "values", "single", "extra"] {
         let d = report[key].as_f64().unwrap();
         assert!(d <= 1e-4, "{key} differ by {d}");
     }
     assert_eq!(report["shape"], serde_json::json!([[ps.len(), 3175], [ps.len(), 1]]));
     assert_eq!(report["meta"]["size"], "5");
-    assert_eq!(report["meta"]["input_version"], "1");
+    assert_eq!(report["meta"]["input_version"], version.to_string());
 }
 
 #[test]

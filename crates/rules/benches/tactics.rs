@@ -51,6 +51,28 @@ fn tactics(c: &mut Criterion) {
             })
         });
     }
+    // The Tak input features of the network (input version 2): road-in-one squares and
+    // road-group extents for both sides.
+    for size in [4, 6] {
+        let positions = random_positions(size, 40);
+        g.throughput(Throughput::Elements(positions.len() as u64));
+        g.bench_function(format!("road-features/{size}x{size}-random-games"), |b| {
+            b.iter(|| {
+                let mut acc = 0usize;
+                for p in &positions {
+                    let p = black_box(p);
+                    for color in [bredon_rules::Color::White, bredon_rules::Color::Black] {
+                        acc += p.road_completion_squares(color).count_ones() as usize;
+                        for group in p.road_groups(color) {
+                            let (r, c) = p.info().extent(group);
+                            acc += r.max(c);
+                        }
+                    }
+                }
+                acc
+            })
+        });
+    }
     let endgame = parse_tps(ENDGAME_6X6).unwrap();
     g.throughput(Throughput::Elements(1));
     g.bench_function("immediate-wins/6x6-endgame", |b| {

@@ -97,6 +97,26 @@ impl SizeInfo {
         }
     }
 
+    /// Rows and columns the squares of `b` span: (last row − first row + 1, last column −
+    /// first column + 1); (0, 0) for an empty set.
+    #[inline]
+    pub fn extent(&self, b: Bitboard) -> (usize, usize) {
+        if b == 0 {
+            return (0, 0);
+        }
+        let n = self.size;
+        let rows = (63 - b.leading_zeros() as usize) / n - b.trailing_zeros() as usize / n + 1;
+        let row_mask = (1u64 << n) - 1;
+        let mut cols = 0u64;
+        let mut x = b;
+        while x != 0 {
+            cols |= x & row_mask;
+            x >>= n;
+        }
+        let cols = (63 - cols.leading_zeros() as usize) - cols.trailing_zeros() as usize + 1;
+        (rows, cols)
+    }
+
     /// Whether the squares of `road` connect two opposite edges.
     #[inline]
     pub fn has_road(&self, road: Bitboard) -> bool {

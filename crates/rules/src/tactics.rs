@@ -31,6 +31,12 @@ impl Position {
         empty & ((joins(info.left) & joins(info.right)) | (joins(info.bottom) & joins(info.top)))
     }
 
+    /// The road groups of `color` (orthogonally connected sets of its flats and capstones
+    /// on top), each as a bitboard, in order of their lowest square.
+    pub fn road_groups(&self, color: Color) -> RoadGroups {
+        RoadGroups { info: self.info(), left: self.road_squares(color) }
+    }
+
     /// Every move with which the side to move wins at once: completing a road (by
     /// placement or spread; a spread that completes both players' roads wins for the
     /// mover) or ending the game on flats in its favour. Appends to `out`.
@@ -190,6 +196,28 @@ impl Position {
     }
 }
 
+/// Iterator over the road groups of one colour ([`Position::road_groups`]).
+#[derive(Clone, Debug)]
+pub struct RoadGroups {
+    info: &'static crate::bitboard::SizeInfo,
+    left: Bitboard,
+}
+
+impl Iterator for RoadGroups {
+    type Item = Bitboard;
+
+    #[inline]
+    fn next(&mut self) -> Option<Bitboard> {
+        if self.left == 0 {
+            return None;
+        }
+        // Groups are components, so flooding inside what is left finds the whole group.
+        let group = self.info.flood(self.left & self.left.wrapping_neg(), self.left);
+        self.left &= !group;
+        Some(group)
+    }
+}
+
 /// The slow reference for [`Position::immediate_wins`]: every legal move played and the
 /// result looked at, sorted. For tests and checks, not for the search.
 pub fn immediate_wins_by_trying(pos: &Position) -> Vec<Move> {
@@ -344,6 +372,34 @@ mod tests {
         pos.immediate_wins(&mut v);
         v.sort();
         v
+    }
+
+    #[test]
+    fn road_groups_and_extents() {
+        // White: a1 b1 (a group spanning 2 columns, 1 row), d2 d3 d4 (1 column, 3 rows);
+        // a wall at c1 is not a road square; black: a4 alone, b3 c3.
+        let pos = parse_tps("2,x2,1/x,2,2,1/x3,1/1,1,1S,x 1 8").unwrap();
+        let info = pos.info();
+        let white: Vec<_> = pos.road_groups(Color::White).collect();
+        assert_eq!(white.len(), 2);
+        assert_eq!(white.iter().fold(0, |a, g| a | g), pos.road_squares(Color::White));
+        let mut ext: Vec<_> = white.iter().map(|&g| info.extent(g)).collect();
+        ext.sort();
+        assert_eq!(ext, vec![(1, 2), (3, 1)]);
+        let mut black: Vec<_> = pos.road_groups(Color::Black).map(|g| (g.count_ones(), info.extent(g))).collect();
+        black.sort();
+        assert_eq!(black, vec![(1, (1, 1)), (2, (1, 2))]);
+        assert_eq!(info.extent(0), (0, 0));
+        assert_eq!(info.extent(info.full), (4, 4));
+        assert_eq!(pos.road_groups(Color::White).count(), 2);
+        // Both sides' road-in-one squares, whoever is to move: white d1 (d1-d4);
+        // black none.
+        assert_eq!(pos.road_completion_squares(Color::White), 1 << 3);
+        assert_eq!(pos.road_completion_squares(Color::Black), 0);
+        // Black a4 a3 a2 with a1 empty; white b1 c1 d1 with a1 empty: both win at a1.
+        let pos = parse_tps("2,x3/2,x3/2,x3/x,1,1,1 2 4").unwrap();
+        assert_eq!(pos.road_completion_squares(Color::White), 1);
+        assert_eq!(pos.road_completion_squares(Color::Black), 1);
     }
 
     #[test]

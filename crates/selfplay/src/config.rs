@@ -126,8 +126,19 @@ pub struct TrainConfig {
     /// Replay window grows as `window_min * (total / window_min) ^ window_exponent`
     /// (KataGo-style: old data leaves the window as the run goes on).
     pub window_exponent: f64,
-    /// Weight of the value loss against the policy loss.
+    /// Weight of the value loss against the policy loss (the squared error of a tanh
+    /// value head; a `[net] wdl` head uses `wdl_loss_weight` instead).
     pub value_loss_weight: f64,
+    /// Weight of the win/draw/loss cross-entropy (only with `[net] wdl = true`).
+    pub wdl_loss_weight: f64,
+    /// Weight of the final flat margin loss (squared error of the margin / N², komi
+    /// included; only with `[net] aux = true`).
+    pub flat_margin_loss_weight: f64,
+    /// Weight of the final ownership loss (squared error per square; only with `[net] aux`).
+    pub ownership_loss_weight: f64,
+    /// Weight of the opponent's next-move policy loss (cross-entropy against the next
+    /// ply's visit distribution; only with `[net] aux`).
+    pub opponent_policy_loss_weight: f64,
 }
 
 impl Default for TrainConfig {
@@ -145,6 +156,10 @@ impl Default for TrainConfig {
             window_max: 500_000,
             window_exponent: 0.75,
             value_loss_weight: 1.0,
+            wdl_loss_weight: 1.0,
+            flat_margin_loss_weight: 0.5,
+            ownership_loss_weight: 0.5,
+            opponent_policy_loss_weight: 0.15,
         }
     }
 }
@@ -296,6 +311,7 @@ impl RunConfig {
         if (g.komi * 2.0).fract() != 0.0 || g.komi.abs() > 60.0 {
             bail!("game.komi = {} must be a multiple of 0.5", g.komi);
         }
+        bredon_nn::encoding::check_input_version(self.net.input_version).context("in [net] input_version")?;
         if self.net.size != 0 && self.net.size != g.size {
             bail!("net.size = {} differs from game.size = {}", self.net.size, g.size);
         }
@@ -358,8 +374,19 @@ mod tests {
     fn shipped_configs_load() {
         for size in 3..=6 {
             let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{size}x{size}.toml"));
-            assert_eq!(RunConfig::load(&p).unwrap().game.size, size);
+            let cfg = RunConfig::load(&p).unwrap();
+            assert_eq!(cfg.game.size, size);
+            // The shipped configs keep the first network's inputs and heads.
+            assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), (1, false, false));
         }
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/4x4-aux.toml");
+        let aux = RunConfig::load(&p).unwrap();
+        assert_eq!((aux.net.input_version, aux.net.wdl, aux.net.aux), (2, true, true));
+        // Apart from those, the same run as configs/4x4.toml.
+        let base = RunConfig::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/4x4.toml")).unwrap();
+        let net = bredon_nn::NetConfig { input_version: 1, wdl: false, aux: false, ..aux.net.clone() };
+        assert_eq!(RunConfig { net, ..aux }, base);
+        assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
     }
 
     /// Findings of the `run_config` fuzz target (see fuzz/README.md).

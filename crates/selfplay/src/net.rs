@@ -5,7 +5,7 @@ use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::fsutil::atomic_write_with;
 use bredon_nn::inference::InferenceService;
-use bredon_nn::train::OptimizerSettings;
+use bredon_nn::train::{AuxTargets, OptimizerSettings};
 use bredon_nn::{NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
 use rand::Rng;
@@ -25,11 +25,16 @@ pub struct Learner {
     inference: bredon_nn::InferenceKind,
 }
 
-fn settings(cfg: &RunConfig) -> OptimizerSettings {
+/// The optimiser settings and loss weights of the run's `[train]` section.
+pub fn optimizer_settings(cfg: &RunConfig) -> OptimizerSettings {
     OptimizerSettings {
         kind: cfg.train.optimizer.clone(),
         weight_decay: cfg.train.weight_decay,
         value_loss_weight: cfg.train.value_loss_weight,
+        wdl_loss_weight: cfg.train.wdl_loss_weight,
+        flat_margin_loss_weight: cfg.train.flat_margin_loss_weight,
+        ownership_loss_weight: cfg.train.ownership_loss_weight,
+        opponent_policy_loss_weight: cfg.train.opponent_policy_loss_weight,
     }
 }
 
@@ -42,7 +47,7 @@ impl Learner {
     /// A new random network for the run.
     pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
         let net = net_config(cfg);
-        Ok(Learner { trainer: Trainer::new(&net, settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
+        Ok(Learner { trainer: Trainer::new(&net, optimizer_settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
     }
 
     /// Loads a checkpoint directory (model and, if present, optimiser state), verifying
@@ -53,7 +58,7 @@ impl Learner {
         if meta.net != net {
             anyhow::bail!("checkpoint {} is a {} network, the config asks for {}", dir.display(), meta.net.name(), net.name());
         }
-        let mut trainer = Trainer::from_model(&net, model, settings(cfg))?;
+        let mut trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
         let opt = dir.join("optimizer.bpk");
         if opt.is_file() {
             let expected = if dir.join("state.json").is_file() { read_state_file(dir)?.1 } else { None };
@@ -92,18 +97,81 @@ impl Learner {
     /// One training step on `samples`, each under a random board symmetry. A non-finite
     /// loss or gradient skips the step (nothing changes) and says why.
     pub fn step(&mut self, samples: &[&Sample], lr: f64, rng: &mut impl Rng) -> Result<StepOutcome> {
-        let n = self.net.size;
+        let aux = self.net.aux;
         let batch: Vec<TrainExample> = samples
             .iter()
             .map(|s| {
                 let sym = Symmetry::ALL[rng.random_range(0..8)];
-                TrainExample {
-                    position: s.position.transformed(sym),
-                    policy: s.policy.iter().map(|&(m, p)| (sym.apply_move(m, n), p)).collect(),
-                    value: s.value,
-                }
+                example(s, sym, aux)
             })
             .collect();
         self.trainer.try_step(&batch, lr)
+    }
+}
+
+/// The training example of `s` under `sym`: the position, the policy targets and the
+/// ownership map all transformed (the auxiliary targets only with `aux`).
+pub fn example(s: &Sample, sym: Symmetry, aux: bool) -> TrainExample {
+    let n = s.position.size();
+    let map_policy = |p: &[(bredon_rules::Move, f32)]| p.iter().map(|&(m, q)| (sym.apply_move(m, n), q)).collect::<Vec<_>>();
+    let aux = if aux {
+        let mut ownership = vec![0.0f32; n * n];
+        for (sq, o) in s.ownership_for_mover().into_iter().enumerate() {
+            ownership[sym.square(bredon_rules::Square(sq as u8), n).index()] = o as f32;
+        }
+        AuxTargets {
+            flat_margin: Some(s.flat_margin),
+            ownership: (s.final_ownership.len() == n * n).then_some(ownership),
+            opponent_policy: s.opponent_policy.as_deref().map(map_policy),
+        }
+    } else {
+        AuxTargets::default()
+    };
+    TrainExample { position: s.position.transformed(sym), policy: map_policy(&s.policy), value: s.value, aux }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{GameRecord, PlyRecord, StoredResult};
+    use bredon_rules::Position;
+
+    #[test]
+    fn symmetries_transform_the_auxiliary_targets() {
+        // A short 4x4 game with visits on every ply.
+        let mut pos = Position::new(4).unwrap();
+        let mut plies = Vec::new();
+        for i in 0..9 {
+            let moves = pos.legal_moves();
+            let mv = moves[(i * 5 + 3) % moves.len()];
+            plies.push(PlyRecord { mv: mv.0, visits: vec![(mv.0, 3), (moves[0].0, 1)], root_value: 0.0 });
+            pos.play(mv).unwrap();
+        }
+        let record = GameRecord { size: 4, half_komi: 0, model: "m".into(), plies, result: StoredResult::Adjudicated { outcome: 2 } };
+        let samples = record.samples().unwrap();
+        for s in &samples[..samples.len() - 1] {
+            for sym in Symmetry::ALL {
+                let e = example(s, sym, true);
+                let own = e.aux.ownership.as_ref().unwrap();
+                // The transformed ownership is the ownership of the transformed final board.
+                let last = {
+                    let mut p = Position::new(4).unwrap();
+                    for ply in &record.plies {
+                        p.play(bredon_rules::Move(ply.mv)).unwrap();
+                    }
+                    p.transformed(sym)
+                };
+                let (white, _) = crate::replay::final_ownership(&last);
+                let sign = if s.position.side_to_move() == bredon_rules::Color::White { 1.0 } else { -1.0 };
+                assert_eq!(own, &white.iter().map(|&o| o as f32 * sign).collect::<Vec<_>>());
+                // The opponent policy's moves are legal in the transformed next position.
+                let mut next = e.position.clone();
+                next.play(e.policy[0].0).unwrap();
+                for &(mv, _) in e.aux.opponent_policy.as_ref().unwrap() {
+                    assert!(next.is_legal(mv), "{sym:?}");
+                }
+                assert_eq!(example(s, sym, false).aux, AuxTargets::default());
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use bredon_rules::{Color, GameOptions, GameResult, Move, Position};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::fsutil::{TMP_SUFFIX, atomic_write};
 use bredon_nn::integrity::{Verified, append_crc, split_crc};
@@ -128,15 +129,40 @@ pub struct GameRecord {
     pub result: StoredResult,
 }
 
-/// One training sample: a position, its policy target and its value target.
+/// A normalised visit distribution, shared between the samples that use it.
+pub type SharedPolicy = Arc<[(Move, f32)]>;
+
+/// One training sample: a position, its policy target, its value target and the targets
+/// of the auxiliary heads (all derived from the record by replaying it). Policies and the
+/// final ownership are shared (`Arc`) between the samples of a game, so the auxiliary
+/// targets cost the replay window almost no memory.
 #[derive(Clone, Debug)]
 pub struct Sample {
     /// The position before the move.
     pub position: Position,
     /// Normalised visit distribution over moves.
-    pub policy: Vec<(Move, f32)>,
+    pub policy: SharedPolicy,
     /// Game outcome for the side to move (+1, 0, -1).
     pub value: f32,
+    /// Flat margin of the last position of the game (finished, adjudicated or resigned)
+    /// for the side to move, komi included, divided by N².
+    pub flat_margin: f32,
+    /// Owner of each square's top piece in the last position of the game (`row * N +
+    /// col`) from **white's** view: +1 white, −1 black, 0 empty (one copy per game; see
+    /// [`Sample::ownership_for_mover`]).
+    pub final_ownership: Arc<[i8]>,
+    /// The next ply's policy target (the opponent's reply), if the game went on and that
+    /// ply is a training sample.
+    pub opponent_policy: Option<SharedPolicy>,
+}
+
+impl Sample {
+    /// The final ownership from the side to move's view: +1 its top piece, −1 the
+    /// opponent's, 0 empty.
+    pub fn ownership_for_mover(&self) -> Vec<i8> {
+        let sign = if self.position.side_to_move() == Color::White { 1 } else { -1 };
+        self.final_ownership.iter().map(|&o| o * sign).collect()
+    }
 }
 
 impl GameRecord {
@@ -153,19 +179,37 @@ impl GameRecord {
     /// Replays the game and returns its training samples.
     pub fn samples(&self) -> Result<Vec<Sample>> {
         let mut pos = Position::with_options(self.options())?;
-        let mut out = Vec::with_capacity(self.plies.len());
-        for (i, ply) in self.plies.iter().enumerate() {
-            if !ply.visits.is_empty() {
+        let policies: Vec<Option<SharedPolicy>> = self
+            .plies
+            .iter()
+            .map(|ply| {
                 let total: u32 = ply.visits.iter().map(|&(_, v)| v).sum();
-                if total > 0 {
-                    out.push(Sample {
-                        position: pos.clone(),
-                        policy: ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect(),
-                        value: self.result.value_for(pos.side_to_move()),
-                    });
-                }
+                (total > 0).then(|| ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(self.plies.len());
+        let unknown: Arc<[i8]> = Arc::from(Vec::new());
+        for (i, ply) in self.plies.iter().enumerate() {
+            if let Some(policy) = &policies[i] {
+                out.push(Sample {
+                    position: pos.clone(),
+                    policy: policy.clone(),
+                    value: self.result.value_for(pos.side_to_move()),
+                    flat_margin: 0.0,
+                    final_ownership: unknown.clone(),
+                    opponent_policy: policies.get(i + 1).cloned().flatten(),
+                });
             }
             pos.play(Move(ply.mv)).with_context(|| format!("record ply {} is illegal", i + 1))?;
+        }
+        // The last position reached: the end of the game, or where it was adjudicated or
+        // resigned.
+        let (white_own, white_margin) = final_ownership(&pos);
+        let white_own: Arc<[i8]> = Arc::from(white_own);
+        for s in &mut out {
+            let sign = if s.position.side_to_move() == Color::White { 1.0 } else { -1.0 };
+            s.final_ownership = white_own.clone();
+            s.flat_margin = white_margin * sign;
         }
         Ok(out)
     }
@@ -246,6 +290,22 @@ impl GameRecord {
         s.push('\n');
         s
     }
+}
+
+/// Top-piece owner of every square from white's view (+1 white, −1 black, 0 empty) and
+/// white's flat margin (komi included) divided by N².
+pub fn final_ownership(pos: &Position) -> (Vec<i8>, f32) {
+    let n = pos.size();
+    let own = (0..n * n)
+        .map(|sq| match pos.top(bredon_rules::Square(sq as u8)) {
+            Some(p) if p.color == Color::White => 1,
+            Some(_) => -1,
+            None => 0,
+        })
+        .collect();
+    let (w, b) = pos.flat_counts();
+    let margin = w as f32 - b as f32 - pos.half_komi() as f32 / 2.0;
+    (own, margin / (n * n) as f32)
 }
 
 /// Writes a record (`.ptn` then `.game`) under `games_dir/<generation>/<id>`. The `.game`
@@ -340,6 +400,61 @@ mod tests {
         if r.result.winner().is_some() {
             assert_eq!(samples[0].value, -samples[1].value);
         }
+        // Auxiliary targets: ownership and margin of the final position, from the side
+        // to move's view; the opponent policy is the next ply's target.
+        let mut last = Position::new(3).unwrap();
+        for p in &r.plies {
+            last.play(Move(p.mv)).unwrap();
+        }
+        let (own, margin) = final_ownership(&last);
+        for (i, s) in samples.iter().enumerate() {
+            let sign = if s.position.side_to_move() == Color::White { 1 } else { -1 };
+            assert_eq!(s.ownership_for_mover(), own.iter().map(|&o| o * sign).collect::<Vec<i8>>());
+            assert_eq!(s.flat_margin, margin * sign as f32);
+            if i + 1 < samples.len() {
+                assert_eq!(s.opponent_policy.as_ref(), Some(&samples[i + 1].policy));
+            } else {
+                assert!(s.opponent_policy.is_none(), "the last ply has no reply");
+            }
+        }
+    }
+
+    #[test]
+    fn auxiliary_targets_of_an_adjudicated_game() {
+        // Four plies on 3x3 (white a1, black c3 swapped in the opening, then white b2,
+        // black b1), then adjudicated; the second ply has no visits (a fast search).
+        let mut p = Position::with_options(GameOptions::new(3).with_half_komi(1)).unwrap();
+        let names = ["a1", "c3", "b2", "b1"];
+        let mut plies = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mv = bredon_rules::notation::parse_move(name, 3).unwrap();
+            let visits = if i == 1 { vec![] } else { vec![(mv.0, 5)] };
+            plies.push(PlyRecord { mv: mv.0, visits, root_value: 0.0 });
+            p.play(mv).unwrap();
+        }
+        let r = GameRecord {
+            size: 3,
+            half_komi: 1,
+            model: "gen-0000".into(),
+            plies,
+            result: StoredResult::from_result(p.flat_result(), true),
+        };
+        let samples = r.samples().unwrap();
+        assert_eq!(samples.len(), 3);
+        // Final board: a1 black (placed by white in the opening), c3 white, b2 white, b1
+        // black. White 2 flats, black 2, komi 0.5: white's margin is -0.5 / 9.
+        let (own, margin) = final_ownership(&p);
+        assert_eq!(own, vec![-1, -1, 0, 0, 1, 0, 0, 0, 1]);
+        assert!((margin - (-0.5 / 9.0)).abs() < 1e-6);
+        assert_eq!(samples[0].ownership_for_mover(), own);
+        assert_eq!(samples[1].position.side_to_move(), Color::White);
+        assert_eq!(samples[2].ownership_for_mover(), own.iter().map(|o| -o).collect::<Vec<_>>());
+        assert!(Arc::ptr_eq(&samples[0].final_ownership, &samples[2].final_ownership), "one copy per game");
+        assert!((samples[2].flat_margin - 0.5 / 9.0).abs() < 1e-6);
+        // Ply 1's reply (ply 2) has no visits: no opponent target; ply 3's is ply 4's.
+        assert!(samples[0].opponent_policy.is_none());
+        assert_eq!(samples[1].opponent_policy.as_ref(), Some(&samples[2].policy));
+        assert!(samples[2].opponent_policy.is_none());
     }
 
     #[test]

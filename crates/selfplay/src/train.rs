@@ -57,6 +57,10 @@ impl std::fmt::Debug for TrainOptions {
     }
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// One generation's summary (also a line of `logs/generations.jsonl`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GenerationSummary {
@@ -74,6 +78,18 @@ pub struct GenerationSummary {
     pub policy_loss: f64,
     /// Mean value loss.
     pub value_loss: f64,
+    /// Mean win/draw/loss cross-entropy (`[net] wdl`; 0 without).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub wdl_loss: f64,
+    /// Mean flat margin loss (`[net] aux`; 0 without).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub flat_margin_loss: f64,
+    /// Mean ownership loss (`[net] aux`; 0 without).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ownership_loss: f64,
+    /// Mean opponent policy loss (`[net] aux`; 0 without).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub opponent_policy_loss: f64,
     /// Mean policy entropy of the network's predictions.
     pub policy_entropy: f64,
     /// Share of games won by white, black, drawn.
@@ -302,6 +318,7 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         pb.set_prefix(model.clone());
         let tr_start = Instant::now();
         let (mut pl, mut vl, mut ent) = (0.0, 0.0, 0.0);
+        let mut aux_sums = [0.0f64; 4];
         let mut rng = state.rng.clone();
         let mut guard = StepGuard::default();
         for _ in 0..steps {
@@ -319,6 +336,9 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
             pl += losses.policy;
             vl += losses.value;
             ent += losses.entropy;
+            for (sum, l) in aux_sums.iter_mut().zip([losses.wdl, losses.flat_margin, losses.ownership, losses.opponent_policy]) {
+                *sum += l;
+            }
             state.step += 1;
             state.samples_trained += samples.len() as u64;
             pb.inc(1);
@@ -336,6 +356,10 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         summary.policy_loss = pl / trained;
         summary.value_loss = vl / trained;
         summary.policy_entropy = ent / trained;
+        summary.wdl_loss = aux_sums[0] / trained;
+        summary.flat_margin_loss = aux_sums[1] / trained;
+        summary.ownership_loss = aux_sums[2] / trained;
+        summary.opponent_policy_loss = aux_sums[3] / trained;
         summary.step = state.step;
         // (3) Checkpoint.
         state.generation = gen_no + 1;
@@ -365,6 +389,12 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
 
 fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
     let mut evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
+    // The losses of the optional heads (only those present), after the line's fields.
+    let heads = [("wdl", s.wdl_loss), ("margin", s.flat_margin_loss), ("own", s.ownership_loss), ("opp", s.opponent_policy_loss)];
+    let aux: Vec<String> = heads.iter().filter(|(_, l)| *l != 0.0).map(|(k, l)| format!("{k} {l:.3}")).collect();
+    if !aux.is_empty() {
+        evals.push_str(&format!(" | heads {}", aux.join(" ")));
+    }
     if s.skipped_steps > 0 {
         evals.push_str(&format!(" | {} steps skipped (non-finite)", s.skipped_steps));
     }
@@ -407,6 +437,16 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation as f64),
     ];
+    for (key, l) in [
+        ("loss/wdl", s.wdl_loss),
+        ("loss/flat_margin", s.flat_margin_loss),
+        ("loss/ownership", s.ownership_loss),
+        ("loss/opponent_policy", s.opponent_policy_loss),
+    ] {
+        if l != 0.0 {
+            scalars.push((key.into(), l));
+        }
+    }
     for (opp, score) in &s.eval {
         scalars.push((format!("eval/score_vs_{opp}"), *score));
     }
