@@ -883,6 +883,20 @@ impl Search {
         first + best as u32
     }
 
+    /// The most visited line below `node` (proven wins first), at most 65 moves.
+    fn principal_line(&self, from: u32) -> Vec<Move> {
+        let mut line = Vec::new();
+        let mut node = from;
+        while let Some(c) = self.best_child(node) {
+            if (c.visits == 0 && c.proof != Proof::Win) || line.len() > 64 {
+                break;
+            }
+            line.push(c.mv);
+            node = ((c as *const Node as usize - self.nodes.as_ptr() as usize) / std::mem::size_of::<Node>()) as u32;
+        }
+        line
+    }
+
     /// The current result without searching more.
     pub fn result(&self, playouts: u64) -> SearchResult {
         let root = &self.nodes[self.root as usize];
@@ -894,19 +908,7 @@ impl Search {
             Proof::Unknown if root.visits > 0 => (-root.value_sum / root.visits as f32, false),
             Proof::Unknown => (0.0, false),
         };
-        let mut pv = Vec::new();
-        let mut node = self.root;
-        while let Some(c) = self.best_child(node) {
-            if c.visits == 0 && c.proof != Proof::Win {
-                break;
-            }
-            pv.push(c.mv);
-            let idx = (c as *const Node as usize - self.nodes.as_ptr() as usize) / std::mem::size_of::<Node>();
-            node = idx as u32;
-            if pv.len() > 64 {
-                break;
-            }
-        }
+        let mut pv = self.principal_line(self.root);
         let mut best_move = self.best_child(self.root).map(|c| c.mv);
         let mut improved_policy = None;
         if self.config.algorithm == Algorithm::Gumbel && root.expanded && root.children > 0 {
@@ -923,14 +925,7 @@ impl Search {
                 best_move = Some(mv);
                 let child = kids.iter().position(|c| c.mv == mv).expect("a root child") as u32 + root.first_child;
                 pv = vec![mv];
-                let mut node = child;
-                while let Some(c) = self.best_child(node) {
-                    if (c.visits == 0 && c.proof != Proof::Win) || pv.len() > 64 {
-                        break;
-                    }
-                    pv.push(c.mv);
-                    node = ((c as *const Node as usize - self.nodes.as_ptr() as usize) / std::mem::size_of::<Node>()) as u32;
-                }
+                pv.extend(self.principal_line(child));
             }
         }
         SearchResult {
