@@ -277,7 +277,7 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
                 ownership: Some((0..size * size).map(|_| rng.random_range(-1..=1) as f32).collect()),
                 opponent_policy: Some(vec![(moves[0], 1.0)]),
             };
-            TrainExample { policy, value: rng.random_range(-1.0..=1.0), position, aux }
+            TrainExample { policy, value: rng.random_range(-1.0..=1.0), wdl: None, position, aux }
         })
         .collect();
     let batch = args.batch.max(1);

@@ -23,11 +23,20 @@ pub struct TrainExample {
     pub position: Position,
     /// Target probability of moves (the normalised visit counts).
     pub policy: Vec<(Move, f32)>,
-    /// Game outcome for the side to move: +1, 0, -1 (a WDL head is trained towards
-    /// win `max(v, 0)`, loss `max(−v, 0)`, draw `1 − |v|`).
+    /// Value target for the side to move, from −1 to +1: the game outcome, or a blend of
+    /// it with the search's value.
     pub value: f32,
+    /// Win/draw/loss target of a WDL head (sums to 1); `None` derives it from `value`:
+    /// win `max(v, 0)`, loss `max(−v, 0)`, draw `1 − |v|` (one-hot for an outcome).
+    pub wdl: Option<[f32; 3]>,
     /// Targets of the auxiliary heads (used only by a network with `aux`).
     pub aux: AuxTargets,
+}
+
+/// The win/draw/loss split with expectation `v` and the least draw mass that allows:
+/// win `max(v, 0)`, draw `1 − |v|`, loss `max(−v, 0)` (one-hot for −1, 0, +1).
+pub fn wdl_of_value(v: f32) -> [f32; 3] {
+    [v.max(0.0), 1.0 - v.abs(), (-v).max(0.0)]
 }
 
 /// Targets of the auxiliary heads; `None` leaves the example out of that loss.
@@ -230,7 +239,7 @@ impl Trainer {
         let mut losses = Losses::default();
         if let Some(wdl) = out.wdl {
             // Soft target (win, draw, loss) with expectation `value`.
-            let t: Vec<f32> = z.iter().flat_map(|&v| [v.max(0.0), 1.0 - v.abs(), (-v).max(0.0)]).collect();
+            let t: Vec<f32> = batch.iter().flat_map(|e| e.wdl.unwrap_or_else(|| wdl_of_value(e.value))).collect();
             let t = Tensor::<2>::from_data(TensorData::new(t, [b, 3]), &self.device);
             let ce = (t * log_softmax(wdl, 1)).sum_dim(1).mean().neg();
             losses.wdl = scalar(&ce);

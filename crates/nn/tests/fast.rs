@@ -59,7 +59,7 @@ fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
             .take(32)
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), aux: Default::default() }
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();

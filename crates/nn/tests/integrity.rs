@@ -145,9 +145,9 @@ fn a_non_finite_step_is_skipped_and_changes_nothing() {
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let pos = Position::new(3).unwrap();
     let mv = pos.legal_moves()[0];
-    let good = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: 0.5, aux: Default::default() }];
-    let nan_value = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: f32::NAN, aux: Default::default() }];
-    let inf_policy = vec![TrainExample { position: pos.clone(), policy: vec![(mv, f32::INFINITY)], value: 0.0, aux: Default::default() }];
+    let good = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: 0.5, wdl: None, aux: Default::default() }];
+    let nan_value = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: f32::NAN, wdl: None, aux: Default::default() }];
+    let inf_policy = vec![TrainExample { position: pos.clone(), policy: vec![(mv, f32::INFINITY)], value: 0.0, wdl: None, aux: Default::default() }];
     // A twin trainer with the same weights that never sees the bad batches.
     let mut twin = Trainer::from_model(&cfg, trainer.model(), OptimizerSettings::default()).unwrap();
     for bad in [&nan_value, &inf_policy] {

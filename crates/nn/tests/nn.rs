@@ -115,7 +115,7 @@ fn wdl_and_auxiliary_heads_train_on_a_fixed_batch() {
                 // Some examples have no opponent target (the game ended, or a fast search).
                 opponent_policy: reply.filter(|_| i % 4 != 0).map(|m| vec![(m, 1.0)]),
             };
-            TrainExample { value: [1.0, 0.0, -1.0][i % 3], policy: vec![(target, 1.0)], position: p, aux }
+            TrainExample { value: [1.0, 0.0, -1.0][i % 3], wdl: None, policy: vec![(target, 1.0)], position: p, aux }
         })
         .collect();
     let first = trainer.step(&batch, 0.01).unwrap();
@@ -160,7 +160,7 @@ fn training_reduces_the_loss_on_a_fixed_batch() {
         .map(|p| {
             let moves = p.legal_moves();
             let target = moves[rng.random_range(0..moves.len())];
-            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p, aux: Default::default() }
+            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p, wdl: None, aux: Default::default() }
         })
         .collect();
     let first = trainer.step(&batch, 0.01).unwrap();

@@ -106,7 +106,7 @@ fn check_onnx_export(cfg: &NetConfig) {
             .iter()
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), aux: Default::default() }
+                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();

@@ -139,6 +139,11 @@ pub struct TrainConfig {
     /// Weight of the opponent's next-move policy loss (cross-entropy against the next
     /// ply's visit distribution; only with `[net] aux`).
     pub opponent_policy_loss_weight: f64,
+    /// Share of the search's root value in the value target: the target is
+    /// `(1 − w) × game outcome + w × root value` (a WDL head gets the same mixture of the
+    /// outcome's one-hot and the root value's win/draw/loss split). 0 = the outcome only,
+    /// as in AlphaZero; larger values lower the target's noise and raise its bias.
+    pub search_value_weight: f64,
 }
 
 impl Default for TrainConfig {
@@ -160,6 +165,7 @@ impl Default for TrainConfig {
             flat_margin_loss_weight: 0.5,
             ownership_loss_weight: 0.5,
             opponent_policy_loss_weight: 0.15,
+            search_value_weight: 0.0,
         }
     }
 }
@@ -335,6 +341,9 @@ impl RunConfig {
         }
         if t.optimizer != "adam" && t.optimizer != "sgd" {
             bail!("train.optimizer = {:?}: use \"adam\" or \"sgd\"", t.optimizer);
+        }
+        if !(0.0..=1.0).contains(&t.search_value_weight) {
+            bail!("train.search_value_weight = {} must be from 0 to 1", t.search_value_weight);
         }
         if t.window_min == 0 || t.window_max < t.window_min {
             bail!("train.window_min must be positive and at most train.window_max");

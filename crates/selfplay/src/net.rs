@@ -5,7 +5,7 @@ use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::fsutil::atomic_write_with;
 use bredon_nn::inference::InferenceService;
-use bredon_nn::train::{AuxTargets, OptimizerSettings};
+use bredon_nn::train::{AuxTargets, OptimizerSettings, wdl_of_value};
 use bredon_nn::{NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
 use rand::Rng;
@@ -23,6 +23,8 @@ pub struct Learner {
     net: NetConfig,
     half_komi: i8,
     inference: bredon_nn::InferenceKind,
+    /// `[train] search_value_weight`.
+    search_value_weight: f32,
 }
 
 /// The optimiser settings and loss weights of the run's `[train]` section.
@@ -47,7 +49,7 @@ impl Learner {
     /// A new random network for the run.
     pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
         let net = net_config(cfg);
-        Ok(Learner { trainer: Trainer::new(&net, optimizer_settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
+        Ok(Learner { trainer: Trainer::new(&net, optimizer_settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 })
     }
 
     /// Loads a checkpoint directory (model and, if present, optimiser state), verifying
@@ -66,7 +68,7 @@ impl Learner {
             check_crc(&bytes, expected, &opt).context("delete this checkpoint or restore it from a copy")?;
             trainer.load_optimizer(&opt)?;
         }
-        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference })
+        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 })
     }
 
     /// Writes the model, its metadata and the optimiser state into `dir` (atomically).
@@ -97,12 +99,12 @@ impl Learner {
     /// One training step on `samples`, each under a random board symmetry. A non-finite
     /// loss or gradient skips the step (nothing changes) and says why.
     pub fn step(&mut self, samples: &[&Sample], lr: f64, rng: &mut impl Rng) -> Result<StepOutcome> {
-        let aux = self.net.aux;
+        let (aux, w) = (self.net.aux, self.search_value_weight);
         let batch: Vec<TrainExample> = samples
             .iter()
             .map(|s| {
                 let sym = Symmetry::ALL[rng.random_range(0..8)];
-                example(s, sym, aux)
+                example(s, sym, aux, w)
             })
             .collect();
         self.trainer.try_step(&batch, lr)
@@ -110,8 +112,9 @@ impl Learner {
 }
 
 /// The training example of `s` under `sym`: the position, the policy targets and the
-/// ownership map all transformed (the auxiliary targets only with `aux`).
-pub fn example(s: &Sample, sym: Symmetry, aux: bool) -> TrainExample {
+/// ownership map all transformed (the auxiliary targets only with `aux`), the value target
+/// the outcome blended with the search value by `search_value_weight`.
+pub fn example(s: &Sample, sym: Symmetry, aux: bool, search_value_weight: f32) -> TrainExample {
     let n = s.position.size();
     let map_policy = |p: &[(bredon_rules::Move, f32)]| p.iter().map(|&(m, q)| (sym.apply_move(m, n), q)).collect::<Vec<_>>();
     let aux = if aux {
@@ -127,7 +130,17 @@ pub fn example(s: &Sample, sym: Symmetry, aux: bool) -> TrainExample {
     } else {
         AuxTargets::default()
     };
-    TrainExample { position: s.position.transformed(sym), policy: map_policy(&s.policy), value: s.value, aux }
+    let w = search_value_weight;
+    let q = s.search_value.clamp(-1.0, 1.0);
+    let (z_wdl, q_wdl) = (wdl_of_value(s.value), wdl_of_value(q));
+    let wdl = std::array::from_fn(|i| (1.0 - w) * z_wdl[i] + w * q_wdl[i]);
+    TrainExample {
+        position: s.position.transformed(sym),
+        policy: map_policy(&s.policy),
+        value: (1.0 - w) * s.value + w * q,
+        wdl: Some(wdl),
+        aux,
+    }
 }
 
 #[cfg(test)]
@@ -151,7 +164,7 @@ mod tests {
         let samples = record.samples().unwrap();
         for s in &samples[..samples.len() - 1] {
             for sym in Symmetry::ALL {
-                let e = example(s, sym, true);
+                let e = example(s, sym, true, 0.0);
                 let own = e.aux.ownership.as_ref().unwrap();
                 // The transformed ownership is the ownership of the transformed final board.
                 let last = {
@@ -170,8 +183,47 @@ mod tests {
                 for &(mv, _) in e.aux.opponent_policy.as_ref().unwrap() {
                     assert!(next.is_legal(mv), "{sym:?}");
                 }
-                assert_eq!(example(s, sym, false).aux, AuxTargets::default());
+                assert_eq!(example(s, sym, false, 0.0).aux, AuxTargets::default());
             }
         }
+    }
+
+    #[test]
+    fn value_target_blends_outcome_and_search_value() {
+        // Three plies searched with root values 0.5, -0.25, 0.75; white wins by road.
+        let mut pos = Position::new(4).unwrap();
+        let mut plies = Vec::new();
+        for (i, q) in [0.5f32, -0.25, 0.75].into_iter().enumerate() {
+            let moves = pos.legal_moves();
+            let mv = moves[i % moves.len()];
+            plies.push(PlyRecord { mv: mv.0, visits: vec![(mv.0, 1)], root_value: q });
+            pos.play(mv).unwrap();
+        }
+        let result = StoredResult::from_result(
+            bredon_rules::GameResult::Win { color: bredon_rules::Color::White, kind: bredon_rules::WinKind::Road },
+            false,
+        );
+        let record = GameRecord { size: 4, half_komi: 0, model: "m".into(), plies, result };
+        let samples = record.samples().unwrap();
+        let outcomes: Vec<f32> = samples.iter().map(|s| s.value).collect();
+        assert_eq!(outcomes, [1.0, -1.0, 1.0], "white, black, white to move");
+        assert_eq!(samples.iter().map(|s| s.search_value).collect::<Vec<_>>(), [0.5, -0.25, 0.75]);
+        for s in &samples {
+            // Weight 0: the outcome, one-hot.
+            let e = example(s, Symmetry::ALL[0], false, 0.0);
+            assert_eq!(e.value, s.value);
+            assert_eq!(e.wdl.unwrap(), wdl_of_value(s.value));
+            // Weight 1: the search value and its least-draw split.
+            let e = example(s, Symmetry::ALL[0], false, 1.0);
+            assert_eq!(e.value, s.search_value);
+            assert_eq!(e.wdl.unwrap(), wdl_of_value(s.search_value));
+        }
+        // Weight 0.5 on the second sample (outcome -1, search -0.25): the mixture of
+        // (0, 0, 1) and (0, 0.75, 0.25), whose expectation is the blended value.
+        let e = example(&samples[1], Symmetry::ALL[3], false, 0.5);
+        assert_eq!(e.value, -0.625);
+        let wdl = e.wdl.unwrap();
+        assert_eq!(wdl, [0.0, 0.375, 0.625]);
+        assert!((wdl[0] - wdl[2] - e.value).abs() < 1e-6);
     }
 }

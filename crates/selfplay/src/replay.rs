@@ -144,6 +144,8 @@ pub struct Sample {
     pub policy: SharedPolicy,
     /// Game outcome for the side to move (+1, 0, -1).
     pub value: f32,
+    /// The search's value of the position for the side to move (the record's root value).
+    pub search_value: f32,
     /// Flat margin of the last position of the game (finished, adjudicated or resigned)
     /// for the side to move, komi included, divided by N².
     pub flat_margin: f32,
@@ -195,6 +197,7 @@ impl GameRecord {
                     position: pos.clone(),
                     policy: policy.clone(),
                     value: self.result.value_for(pos.side_to_move()),
+                    search_value: ply.root_value,
                     flat_margin: 0.0,
                     final_ownership: unknown.clone(),
                     opponent_policy: policies.get(i + 1).cloned().flatten(),
