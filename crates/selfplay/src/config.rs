@@ -391,6 +391,18 @@ mod tests {
             assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{size}x{size}.toml");
         }
         assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
+        // The A/B candidates' training configs (experiments/ab-*-b.toml) load too.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut candidates = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("ab-") && name.ends_with("-b.toml") {
+                RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+                candidates += 1;
+            }
+        }
+        assert!(candidates >= 3, "experiments/ab-*-b.toml: {candidates} found");
     }
 
     /// Findings of the `run_config` fuzz target (see fuzz/README.md).
@@ -406,6 +418,7 @@ mod tests {
         assert!(err("[train]\nlr_decay = 0.0\nlr_decay_steps = [10]").contains("train.lr_decay"));
         assert!(err("[train]\nlr_decay = 1e-300\nlr_decay_steps = [1, 2, 3]").contains("must stay positive"));
         assert!(err("[train]\nlr_decay = 2.0").contains("train.lr_decay"));
+        assert!(err("[train]\nsearch_value_weight = 1.5").contains("train.search_value_weight"));
         // Unknown keys and wrong types name the line.
         assert!(err("[train]\nlearning_rat = 0.1").contains("unknown field"));
         assert!(err("[game]\n\nsize = \"big\"").contains("line 3"));
