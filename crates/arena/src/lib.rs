@@ -16,7 +16,7 @@
 //! - [`RatingsTable`], [`fit_elo`]: maximum-likelihood Bradley–Terry Elo with 95%
 //!   confidence intervals and per-colour scores (see [`elo`]).
 //! - [`Sprt`], [`FixedGames`], [`Gate`], [`run_gate`]: deciding whether a candidate beats the incumbent.
-//! - [`plot_elo`]: Elo over training steps as SVG.
+//! - [`plot_elo`]: Elo over training (steps or minutes) as SVG.
 //!
 //! ```no_run
 //! use bredon_arena::{MatchConfig, PlayerSpec, run_arena};

@@ -1,4 +1,4 @@
-//! Elo over training steps as an SVG chart (plotters' SVG backend: text is written as SVG
+//! Elo over training (steps or minutes) as an SVG chart (plotters' SVG backend: text is written as SVG
 //! `<text>` elements, so no font library is needed).
 
 use std::path::Path;
@@ -7,11 +7,12 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// One rating measurement: a checkpoint's Elo at a training step, with its 95% interval.
+/// One rating measurement: a checkpoint's Elo at some point of training (a step count or
+/// minutes of training, as the chart's x axis says), with its 95% interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EloPoint {
-    /// Training step of the checkpoint.
-    pub step: f64,
+    /// Position on the x axis (training step, or minutes of training).
+    pub x: f64,
     /// Rating.
     pub elo: f64,
     /// Lower end of the interval.
@@ -23,8 +24,8 @@ pub struct EloPoint {
 }
 
 impl From<(f64, f64, f64, f64, &str)> for EloPoint {
-    fn from((step, elo, lo, hi, label): (f64, f64, f64, f64, &str)) -> EloPoint {
-        EloPoint { step, elo, lo, hi, label: label.to_string() }
+    fn from((x, elo, lo, hi, label): (f64, f64, f64, f64, &str)) -> EloPoint {
+        EloPoint { x, elo, lo, hi, label: label.to_string() }
     }
 }
 
@@ -37,17 +38,17 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-/// Draws Elo against training step with vertical error bars (one line per label) and
-/// writes it as SVG to `path` (atomically). Non-finite values are skipped; an empty
-/// input gives an error.
-pub fn plot_elo(points: &[EloPoint], path: &Path) -> anyhow::Result<()> {
-    let svg = render_elo_svg(points)?;
+/// Draws Elo against the points' x (described by `x_desc`, e.g. "training step") with
+/// vertical error bars (one line per label) and writes it as SVG to `path` (atomically).
+/// Non-finite values are skipped; an empty input gives an error.
+pub fn plot_elo(points: &[EloPoint], x_desc: &str, path: &Path) -> anyhow::Result<()> {
+    let svg = render_elo_svg(points, x_desc)?;
     crate::results::write_atomic(path, svg.as_bytes())
 }
 
 /// [`plot_elo`] into a string.
-pub fn render_elo_svg(points: &[EloPoint]) -> anyhow::Result<String> {
-    let pts: Vec<&EloPoint> = points.iter().filter(|p| p.step.is_finite() && p.elo.is_finite()).collect();
+pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> anyhow::Result<String> {
+    let pts: Vec<&EloPoint> = points.iter().filter(|p| p.x.is_finite() && p.elo.is_finite()).collect();
     if pts.is_empty() {
         return Err(anyhow!("no points to plot"));
     }
@@ -55,8 +56,8 @@ pub fn render_elo_svg(points: &[EloPoint]) -> anyhow::Result<String> {
     let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
     for p in &pts {
-        x0 = x0.min(p.step);
-        x1 = x1.max(p.step);
+        x0 = x0.min(p.x);
+        x1 = x1.max(p.x);
         y0 = y0.min(fin(p.lo, p.elo)).min(p.elo);
         y1 = y1.max(fin(p.hi, p.elo)).max(p.elo);
     }
@@ -79,28 +80,28 @@ pub fn render_elo_svg(points: &[EloPoint]) -> anyhow::Result<String> {
                 .x_label_area_size(44)
                 .y_label_area_size(60)
                 .build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))?;
-            chart.configure_mesh().x_desc("training step").y_desc("Elo").draw()?;
+            chart.configure_mesh().x_desc(x_desc).y_desc("Elo").draw()?;
             for (k, label) in labels.iter().enumerate() {
                 let color = COLORS[k % COLORS.len()];
                 let mut series: Vec<&&EloPoint> = pts.iter().filter(|p| p.label == *label).collect();
-                series.sort_by(|a, b| a.step.total_cmp(&b.step));
+                series.sort_by(|a, b| a.x.total_cmp(&b.x));
                 let bar_w = (x1 - x0 + 2.0 * xpad) * 0.006;
                 for p in &series {
                     if p.lo.is_finite() && p.hi.is_finite() {
-                        chart.draw_series(std::iter::once(PathElement::new(vec![(p.step, p.lo), (p.step, p.hi)], color)))?;
+                        chart.draw_series(std::iter::once(PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], color)))?;
                         for y in [p.lo, p.hi] {
                             chart.draw_series(std::iter::once(PathElement::new(
-                                vec![(p.step - bar_w, y), (p.step + bar_w, y)],
+                                vec![(p.x - bar_w, y), (p.x + bar_w, y)],
                                 color,
                             )))?;
                         }
                     }
                 }
                 chart
-                    .draw_series(LineSeries::new(series.iter().map(|p| (p.step, p.elo)), color.stroke_width(2)))?
+                    .draw_series(LineSeries::new(series.iter().map(|p| (p.x, p.elo)), color.stroke_width(2)))?
                     .label(label.to_string())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-                chart.draw_series(series.iter().map(|p| Circle::new((p.step, p.elo), 4, color.filled())))?;
+                chart.draw_series(series.iter().map(|p| Circle::new((p.x, p.elo), 4, color.filled())))?;
             }
             chart
                 .configure_series_labels()

@@ -15,7 +15,7 @@ fn elo_plot_is_svg_with_error_bars_and_labels() {
         (3000.0, -40.0, -70.0, -10.0, "uniform-800").into(),
         (1500.0, f64::NAN, 0.0, 0.0, "net").into(),
     ];
-    plot_elo(&points, &path).unwrap();
+    plot_elo(&points, "training step", &path).unwrap();
     let svg = std::fs::read_to_string(&path).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
     assert!(svg.trim_end().ends_with("</svg>"));
@@ -26,8 +26,8 @@ fn elo_plot_is_svg_with_error_bars_and_labels() {
     // Error bars: a vertical segment and two caps per point with an interval.
     assert!(svg.matches("<polyline").count() >= 6 * 3);
     assert!(!svg.contains("NaN"));
-    assert!(render_elo_svg(&[]).is_err());
+    assert!(render_elo_svg(&[], "x").is_err());
     // Infinite intervals are drawn without bars.
     let p: EloPoint = (1.0, 5.0, f64::NEG_INFINITY, f64::INFINITY, "x").into();
-    assert!(render_elo_svg(&[p]).unwrap().contains("<circle"));
+    assert!(render_elo_svg(&[p], "x").unwrap().contains("<circle"));
 }

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use bredon_arena::{
     EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
-    check_players, entrants_from_specs, plot_elo, rate_results, run_arena, run_gate, run_match,
+    check_players, entrants_from_specs, plot_elo, rate_results, write_atomic, run_arena, run_gate, run_match,
 };
 use bredon_selfplay::config::{GateTest, RunConfig};
 use bredon_selfplay::rundir::RunDir;
@@ -305,30 +305,39 @@ pub fn rate_run(run_path: &Path, ladder: &LadderOptions, config: MatchConfig) ->
     Ok(table)
 }
 
-/// Elo over training steps: `arena/elo.svg` (checkpoints with 95% intervals, baselines
-/// as flat lines) and TensorBoard scalars under `tensorboard/arena`.
+/// Elo over training: `arena/elo.svg` (Elo against minutes of training, the checkpoints
+/// with 95% intervals, baselines as flat lines), `arena/elo-curve.csv` (the same points
+/// with generation, step and minutes) and TensorBoard scalars under `tensorboard/arena`
+/// (against the step).
 fn write_curves(run: &RunDir, table: &RatingsTable, checkpoints: &[String], baselines: &[String]) -> Result<()> {
     let mut points = Vec::new();
-    let mut max_step = 0.0f64;
+    let mut max_minutes = 0.0f64;
     let mut tb = TbLogger::open(&run.tensorboard_dir().join("arena"));
+    let mut csv = String::from("name,generation,step,minutes,elo,lo95,hi95\n");
     for name in checkpoints {
         let (Some(row), Ok(state)) = (table.get(name), run.read_state(name)) else { continue };
-        let step = state.step as f64;
-        max_step = max_step.max(step);
-        points.push(EloPoint { step, elo: row.elo, lo: row.lo, hi: row.hi, label: "checkpoints".into() });
+        let minutes = state.elapsed_secs / 60.0;
+        max_minutes = max_minutes.max(minutes);
+        points.push(EloPoint { x: minutes, elo: row.elo, lo: row.lo, hi: row.hi, label: "checkpoints".into() });
         tb.scalars(state.step, &[("arena/elo", row.elo), ("arena/elo_lo", row.lo), ("arena/elo_hi", row.hi)]);
+        csv.push_str(&format!(
+            "{name},{},{},{minutes:.2},{:.1},{:.1},{:.1}\n",
+            state.generation, state.step, row.elo, row.lo, row.hi
+        ));
     }
     tb.close();
     for name in baselines {
         if let Some(row) = table.get(name) {
-            for step in [0.0, max_step] {
-                points.push(EloPoint { step, elo: row.elo, lo: row.lo, hi: row.hi, label: name.clone() });
+            for x in [0.0, max_minutes] {
+                points.push(EloPoint { x, elo: row.elo, lo: row.lo, hi: row.hi, label: name.clone() });
             }
         }
     }
     let path = run.arena_dir().join("elo.svg");
-    plot_elo(&points, &path)?;
-    eprintln!("wrote {}", path.display());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    plot_elo(&points, &format!("minutes of training (wall clock; this machine has {cores} cores)"), &path)?;
+    write_atomic(&run.arena_dir().join("elo-curve.csv"), csv.as_bytes())?;
+    eprintln!("wrote {} and elo-curve.csv", path.display());
     Ok(())
 }
 

@@ -58,6 +58,19 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
         / records.len() as f64;
     eprintln!("trained 3x3 net vs uniform:64: {:.1}%", score * 100.0);
     assert!(score > 0.5, "the trained net scored only {:.1}% against the uniform search", score * 100.0);
+
+    // The run's Elo ladder: a curve against minutes of training, as a chart and a table.
+    checked(bredon().args(["arena", "--games", "2", "--visits", "16", "--every", "3", "--run"]).arg(&run));
+    let svg = std::fs::read_to_string(run.join("arena/elo.svg")).unwrap();
+    assert!(svg.contains("minutes of training"), "x axis");
+    let csv = std::fs::read_to_string(run.join("arena/elo-curve.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(csv.lines().next().unwrap(), "name,generation,step,minutes,elo,lo95,hi95");
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, ["gen-0000", "gen-0003", "gen-0006"]);
+    let minutes: Vec<f64> = rows.iter().map(|r| r[3].parse().unwrap()).collect();
+    assert!(minutes.windows(2).all(|w| w[0] <= w[1]) && minutes[2] > 0.0, "{minutes:?}");
+    assert_eq!(rows[0][4], "0.0", "anchored at the first checkpoint");
 }
 
 /// A tiny config: many short generations.
