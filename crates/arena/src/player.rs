@@ -135,8 +135,8 @@ impl Player for RandomPlayer {
 
 /// Monte Carlo tree search (PUCT or Gumbel, by its config) with any [`Evaluator`]. With [`crate::UniformEvaluator`] it is the uniform-policy baseline.
 ///
-/// Budget per move: on a game clock, the time [`bredon_mcts::clock_budget`] gives (the
-/// same time management as `bredon tei`); otherwise `MoveLimits::nodes` if given, else
+/// Budget per move: on a game clock, the time [`bredon_mcts::move_budget`] gives with the
+/// config's `time_management` (the same time management as `bredon tei`); otherwise `MoveLimits::nodes` if given, else
 /// `MoveLimits::movetime` (searched until the deadline), else the player's own visits.
 /// The search is `bredon_mcts::Search` with a fresh tree each move and no root noise
 /// (see [`crate::search_glue`]).
@@ -198,7 +198,7 @@ impl Player for MctsPlayer {
         let budget = match (limits.clock, limits.nodes, limits.movetime) {
             (Some(c), _, _) => {
                 let (left, inc) = if pos.side_to_move() == bredon_rules::Color::White { (c.wtime, c.winc) } else { (c.btime, c.binc) };
-                Budget::Time(bredon_mcts::clock_budget(left.as_millis() as u64, inc.as_millis() as u64))
+                Budget::Time(bredon_mcts::move_budget(pos, left.as_millis() as u64, inc.as_millis() as u64, self.config.time_management))
             }
             (None, Some(n), _) => Budget::Visits(n.max(1)),
             (None, None, Some(t)) => Budget::Time(t),

@@ -56,6 +56,9 @@ pub enum PlayerSpec {
         /// Search algorithm (`search=puct|gumbel`; default PUCT).
         #[serde(default)]
         search: Option<bredon_mcts::Algorithm>,
+        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
+        #[serde(default)]
+        time: Option<bredon_mcts::TimeManagement>,
     },
     /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
     /// `Uniform` (value 0 everywhere), gets stronger with more visits.
@@ -77,6 +80,9 @@ pub enum PlayerSpec {
         /// Search algorithm (`search=puct|gumbel`; default PUCT).
         #[serde(default)]
         search: Option<bredon_mcts::Algorithm>,
+        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
+        #[serde(default)]
+        time: Option<bredon_mcts::TimeManagement>,
     },
     /// An external TEI engine.
     Tei {
@@ -105,6 +111,9 @@ pub enum PlayerSpec {
         /// Search algorithm (`search=puct|gumbel`; default PUCT).
         #[serde(default)]
         search: Option<bredon_mcts::Algorithm>,
+        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
+        #[serde(default)]
+        time: Option<bredon_mcts::TimeManagement>,
     },
 }
 
@@ -139,13 +148,27 @@ impl Entrant {
     }
 }
 
-/// The match search settings with the player's `tactics` (default on) and `search`
-/// (default PUCT) choices.
-fn search_config(tactics: Option<bool>, search: Option<bredon_mcts::Algorithm>) -> crate::search_glue::SearchConfig {
+/// The match search settings with the player's `tactics` (default on), `search`
+/// (default PUCT) and `time` (default the search config's) choices.
+fn search_config(
+    tactics: Option<bool>,
+    search: Option<bredon_mcts::Algorithm>,
+    time: Option<bredon_mcts::TimeManagement>,
+) -> crate::search_glue::SearchConfig {
     let mut config = crate::search_glue::match_search_config();
     config.tactics = tactics.unwrap_or(config.tactics);
     config.algorithm = search.unwrap_or(config.algorithm);
+    config.time_management = time.unwrap_or(config.time_management);
     config
+}
+
+/// A `fixed`/`reserves` setting.
+fn parse_time(k: &str, v: &str) -> anyhow::Result<bredon_mcts::TimeManagement> {
+    match v.to_ascii_lowercase().as_str() {
+        "fixed" => Ok(bredon_mcts::TimeManagement::Fixed),
+        "reserves" => Ok(bredon_mcts::TimeManagement::Reserves),
+        _ => bail!("setting {k}={v:?}: expected fixed or reserves"),
+    }
 }
 
 /// A `puct`/`gumbel` setting.
@@ -194,7 +217,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
             }
-            PlayerSpec::Uniform { visits, seed: s, tactics, search, .. } => {
+            PlayerSpec::Uniform { visits, seed: s, tactics, search, time, .. } => {
                 if visits == 0 {
                     bail!("uniform player needs at least 1 visit");
                 }
@@ -203,11 +226,11 @@ impl PlayerSpec {
                 let limits = MoveLimits::nodes(visits as u64);
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
-                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search)))
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search, time)))
                         as Box<dyn Player>)
                 }))
             }
-            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, .. } => {
+            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, time, .. } => {
                 if visits == 0 || rollouts == Some(0) {
                     bail!("rollout player needs at least 1 visit and 1 rollout");
                 }
@@ -217,7 +240,7 @@ impl PlayerSpec {
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search, time)))
                         as Box<dyn Player>)
                 }))
             }
@@ -233,7 +256,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, tactics, search, .. } => {
+            PlayerSpec::Checkpoint { path, visits, tactics, search, time, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path)
                     .with_context(|| format!("checkpoint player {}", path.display()))?;
@@ -245,7 +268,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 let v = limits.nodes.unwrap_or(100) as u32;
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search, time)))
                         as Box<dyn Player>)
                 }))
             }
@@ -296,17 +319,18 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut tactics, mut search) = (None, None, None, None);
+                let (mut seed, mut name, mut tactics, mut search, mut time) = (None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
+                        "time" => time = Some(parse_time(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Uniform { visits, seed, name, tactics, search }
+                PlayerSpec::Uniform { visits, seed, name, tactics, search, time }
             }
             "rollout" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
@@ -314,7 +338,7 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts, mut tactics, mut search) = (None, None, None, None, None);
+                let (mut seed, mut name, mut rollouts, mut tactics, mut search, mut time) = (None, None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
@@ -322,10 +346,11 @@ impl FromStr for PlayerSpec {
                         "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
+                        "time" => time = Some(parse_time(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search }
+                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search, time }
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
@@ -359,7 +384,7 @@ impl FromStr for PlayerSpec {
             }
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
-                let (mut visits, mut name, mut tactics, mut search) = (None, None, None, None);
+                let (mut visits, mut name, mut tactics, mut search, mut time) = (None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
@@ -368,10 +393,11 @@ impl FromStr for PlayerSpec {
                         "name" => name = Some(v.clone()),
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
+                        "time" => time = Some(parse_time(k, v)?),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search, time }
             }
             "" => bail!("empty player description"),
             other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
@@ -397,7 +423,7 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None }
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None, time: None }
         );
         assert_eq!(
             "rollout:30;search=gumbel;tactics=off".parse::<PlayerSpec>().unwrap(),
@@ -407,10 +433,16 @@ mod tests {
                 seed: None,
                 name: None,
                 tactics: Some(false),
-                search: Some(bredon_mcts::Algorithm::Gumbel)
+                search: Some(bredon_mcts::Algorithm::Gumbel),
+                time: None
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
+        match "checkpoint:m.bredon;time=reserves".parse::<PlayerSpec>().unwrap() {
+            PlayerSpec::Checkpoint { time, .. } => assert_eq!(time, Some(bredon_mcts::TimeManagement::Reserves)),
+            other => panic!("{other:?}"),
+        }
+        assert!("checkpoint:m.bredon;time=forever".parse::<PlayerSpec>().unwrap_err().to_string().contains("fixed or reserves"));
         assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
         let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
         match &t {

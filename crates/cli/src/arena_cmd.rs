@@ -116,6 +116,7 @@ fn checkpoint_spec(run: &RunDir, cfg: &RunConfig, name: &str) -> PlayerSpec {
         name: Some(name.to_string()),
         tactics: None,
         search: Some(cfg.search.algorithm),
+        time: None,
     }
 }
 

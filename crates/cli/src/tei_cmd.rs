@@ -5,7 +5,7 @@
 //! kept between moves of a game when the next `position` extends the previous one.
 
 use anyhow::Result;
-use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, clock_budget};
+use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, move_budget};
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
 use rand::SeedableRng;
@@ -294,7 +294,7 @@ impl<W: Write + Send + 'static> Engine<W> {
             Color::Black => (params.btime, params.binc),
         };
         if let Some(t) = time {
-            let budget = clock_budget(t, inc.unwrap_or(0));
+            let budget = move_budget(&pos, t, inc.unwrap_or(0), self.config.time_management);
             limits.deadline = Some(limits.deadline.map_or(began + budget, |d| d.min(began + budget)));
         }
         let no_limit = limits.visits.is_none() && limits.deadline.is_none();

@@ -62,6 +62,9 @@ pub struct SearchConfig {
     pub gumbel_c_visit: f32,
     /// Gumbel: `c_scale` of σ (how far search values move the policy away from the prior).
     pub gumbel_c_scale: f32,
+    /// How a game clock is spent in matches and `bredon tei` (`"fixed"` or `"reserves"`;
+    /// no effect on self-play, which counts visits).
+    pub time_management: crate::time::TimeManagement,
 }
 
 impl Default for SearchConfig {
@@ -83,6 +86,7 @@ impl Default for SearchConfig {
             gumbel_actions: 16,
             gumbel_c_visit: 50.0,
             gumbel_c_scale: 1.0,
+            time_management: crate::time::TimeManagement::Fixed,
         }
     }
 }

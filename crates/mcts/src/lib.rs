@@ -23,4 +23,4 @@ pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use search::{Search, SearchLimits, SearchResult};
-pub use time::clock_budget;
+pub use time::{TimeManagement, clock_budget, expected_moves_left, move_budget};

@@ -1,12 +1,51 @@
 //! Time management: how long to think on a game clock.
 
+use bredon_rules::Position;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// How a game clock is spent (`[search] time_management`; arena players `time=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeManagement {
+    /// A twentieth of the time left per move, whatever the position ([`clock_budget`]).
+    #[default]
+    Fixed,
+    /// The time left divided by the moves the side to move is still expected to play,
+    /// estimated from its reserve ([`expected_moves_left`]): a Tak game ends at the latest
+    /// when a reserve runs out, so small boards and late positions think longer per move.
+    Reserves,
+}
 
 /// Thinking time for one move with `time_ms` left on the clock and `inc_ms` added per
 /// move: a twentieth of the time left plus three quarters of the increment, never more
 /// than a third of the time left, minus 10 ms of safety for the move's overhead.
 pub fn clock_budget(time_ms: u64, inc_ms: u64) -> Duration {
-    let spend = time_ms / 20 + inc_ms * 3 / 4;
+    budget_for_moves(time_ms, inc_ms, 20)
+}
+
+/// The moves the side to move of `pos` is still expected to play: two thirds of its
+/// reserve (stones and capstones; spreads leave the reserve as it is) plus two, from 5 to
+/// 30.
+pub fn expected_moves_left(pos: &Position) -> u64 {
+    let (stones, caps) = pos.reserves(pos.side_to_move());
+    ((stones as u64 + caps as u64) * 2 / 3 + 2).clamp(5, 30)
+}
+
+/// Thinking time for the move of `pos` with `time_ms` left and `inc_ms` added per move,
+/// spent as `how` says (the same cap and safety margin as [`clock_budget`]).
+pub fn move_budget(pos: &Position, time_ms: u64, inc_ms: u64, how: TimeManagement) -> Duration {
+    let moves = match how {
+        TimeManagement::Fixed => 20,
+        TimeManagement::Reserves => expected_moves_left(pos),
+    };
+    budget_for_moves(time_ms, inc_ms, moves)
+}
+
+/// The time left spread over `moves` moves, plus three quarters of the increment, at
+/// most a third of the time left, minus 10 ms of safety.
+fn budget_for_moves(time_ms: u64, inc_ms: u64, moves: u64) -> Duration {
+    let spend = time_ms / moves.max(1) + inc_ms * 3 / 4;
     let cap = time_ms / 3;
     Duration::from_millis(spend.min(cap).saturating_sub(10).max(1))
 }
@@ -23,5 +62,25 @@ mod tests {
         assert!(clock_budget(0, 0) >= Duration::from_millis(1));
         // 10 s + 0.1 s: about half a second for the first move.
         assert_eq!(clock_budget(10_000, 100), Duration::from_millis(565));
+    }
+
+    #[test]
+    fn reserves_time_management_follows_the_reserve() {
+        // 4x4: 15 stones each, so about 12 moves left at the start: 10 s / 12 + 75 ms.
+        let start = Position::new(4).unwrap();
+        assert_eq!(expected_moves_left(&start), 12);
+        assert_eq!(move_budget(&start, 10_000, 100, TimeManagement::Reserves), Duration::from_millis(898));
+        assert_eq!(move_budget(&start, 10_000, 100, TimeManagement::Fixed), clock_budget(10_000, 100));
+        // 6x6 (30 stones + 1 capstone): 22 moves, close to the fixed twentieth.
+        assert_eq!(expected_moves_left(&Position::new(6).unwrap()), 22);
+        // Later in a game: fewer moves left, and the cap of a third of the time still holds.
+        let mid = bredon_rules::notation::parse_tps("x4/x4/2,2,2,2/1,1,1,1 1 5").unwrap();
+        assert_eq!(mid.reserves(mid.side_to_move()), (11, 0));
+        assert_eq!(expected_moves_left(&mid), 9);
+        let late = bredon_rules::notation::parse_tps("2,2,2,2/1,1,1,1/2,2,2,2/1,1,1,1 1 9").unwrap();
+        assert_eq!(late.reserves(late.side_to_move()), (7, 0));
+        assert_eq!(expected_moves_left(&late), 6);
+        assert_eq!(move_budget(&late, 1_000, 0, TimeManagement::Reserves), Duration::from_millis(156));
+        assert_eq!(move_budget(&late, 300, 10_000, TimeManagement::Reserves), Duration::from_millis(90));
     }
 }
