@@ -1,9 +1,10 @@
-//! The search behind [`crate::MctsPlayer`]: `bredon_mcts::Search` with a fresh tree per
+//! The search behind [`crate::MctsPlayer`]: `bredon_mcts::Search` (or, with `[search]
+//! threads` above 1, that many trees side by side: `ParallelSearch`) with a fresh tree per
 //! move, no root noise, and the most visited move (a proven win if there is one).
 
 use std::time::{Duration, Instant};
 
-use bredon_mcts::{Evaluator, Search, SearchLimits};
+use bredon_mcts::{Evaluator, ParallelSearch, SearchLimits};
 use bredon_rules::{Move, Position};
 use rand::Rng;
 
@@ -37,14 +38,12 @@ pub(crate) fn search_best_move(
     if pos.result().is_some() {
         return Err(PlayerError::Other("the game is over".into()));
     }
-    let mut search = Search::new(pos.clone(), config.clone());
-    let result = match budget {
-        Budget::Visits(v) => search.run(evaluator, v.max(1), rng),
-        Budget::Time(t) => {
-            let limits = SearchLimits { deadline: Some(Instant::now() + t), ..SearchLimits::default() };
-            search.run_with(evaluator, &limits, rng, |_| {})
-        }
+    let mut search = ParallelSearch::new(pos.clone(), config.clone(), config.threads);
+    let limits = match budget {
+        Budget::Visits(v) => SearchLimits { visits: Some(v.max(1)), ..SearchLimits::default() },
+        Budget::Time(t) => SearchLimits { deadline: Some(Instant::now() + t), ..SearchLimits::default() },
     };
+    let result = search.run_with(evaluator, &limits, rng, |_| {});
     result.best_move.ok_or_else(|| PlayerError::Other("the search found no move".into()))
 }
 

@@ -59,6 +59,10 @@ pub enum PlayerSpec {
         /// Time management on a game clock (`time=fixed|reserves`; default the search's).
         #[serde(default)]
         time: Option<bredon_mcts::TimeManagement>,
+        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
+        /// default 1).
+        #[serde(default)]
+        search_threads: Option<usize>,
     },
     /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
     /// `Uniform` (value 0 everywhere), gets stronger with more visits.
@@ -83,6 +87,10 @@ pub enum PlayerSpec {
         /// Time management on a game clock (`time=fixed|reserves`; default the search's).
         #[serde(default)]
         time: Option<bredon_mcts::TimeManagement>,
+        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
+        /// default 1).
+        #[serde(default)]
+        search_threads: Option<usize>,
     },
     /// An external TEI engine.
     Tei {
@@ -114,6 +122,10 @@ pub enum PlayerSpec {
         /// Time management on a game clock (`time=fixed|reserves`; default the search's).
         #[serde(default)]
         time: Option<bredon_mcts::TimeManagement>,
+        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
+        /// default 1).
+        #[serde(default)]
+        search_threads: Option<usize>,
     },
 }
 
@@ -149,16 +161,18 @@ impl Entrant {
 }
 
 /// The match search settings with the player's `tactics` (default on), `search`
-/// (default PUCT) and `time` (default the search config's) choices.
+/// (default PUCT), `time` and `search_threads` (default the search config's) choices.
 fn search_config(
     tactics: Option<bool>,
     search: Option<bredon_mcts::Algorithm>,
     time: Option<bredon_mcts::TimeManagement>,
+    search_threads: Option<usize>,
 ) -> crate::search_glue::SearchConfig {
     let mut config = crate::search_glue::match_search_config();
     config.tactics = tactics.unwrap_or(config.tactics);
     config.algorithm = search.unwrap_or(config.algorithm);
     config.time_management = time.unwrap_or(config.time_management);
+    config.threads = search_threads.unwrap_or(config.threads).max(1);
     config
 }
 
@@ -217,7 +231,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
             }
-            PlayerSpec::Uniform { visits, seed: s, tactics, search, time, .. } => {
+            PlayerSpec::Uniform { visits, seed: s, tactics, search, time, search_threads, .. } => {
                 if visits == 0 {
                     bail!("uniform player needs at least 1 visit");
                 }
@@ -226,11 +240,11 @@ impl PlayerSpec {
                 let limits = MoveLimits::nodes(visits as u64);
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
-                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search, time)))
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
                         as Box<dyn Player>)
                 }))
             }
-            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, time, .. } => {
+            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, time, search_threads, .. } => {
                 if visits == 0 || rollouts == Some(0) {
                     bail!("rollout player needs at least 1 visit and 1 rollout");
                 }
@@ -240,7 +254,7 @@ impl PlayerSpec {
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search, time)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
                         as Box<dyn Player>)
                 }))
             }
@@ -256,7 +270,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, tactics, search, time, .. } => {
+            PlayerSpec::Checkpoint { path, visits, tactics, search, time, search_threads, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path)
                     .with_context(|| format!("checkpoint player {}", path.display()))?;
@@ -268,7 +282,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 let v = limits.nodes.unwrap_or(100) as u32;
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search, time)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
                         as Box<dyn Player>)
                 }))
             }
@@ -319,7 +333,7 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut tactics, mut search, mut time) = (None, None, None, None, None);
+                let (mut seed, mut name, mut tactics, mut search, mut time, mut search_threads) = (None, None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
@@ -327,10 +341,11 @@ impl FromStr for PlayerSpec {
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
                         "time" => time = Some(parse_time(k, v)?),
+                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Uniform { visits, seed, name, tactics, search, time }
+                PlayerSpec::Uniform { visits, seed, name, tactics, search, time, search_threads }
             }
             "rollout" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
@@ -338,7 +353,8 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts, mut tactics, mut search, mut time) = (None, None, None, None, None, None);
+                let (mut seed, mut name, mut rollouts, mut tactics, mut search, mut time, mut search_threads) =
+                    (None, None, None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
@@ -347,10 +363,11 @@ impl FromStr for PlayerSpec {
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
                         "time" => time = Some(parse_time(k, v)?),
+                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search, time }
+                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search, time, search_threads }
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
@@ -384,7 +401,7 @@ impl FromStr for PlayerSpec {
             }
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
-                let (mut visits, mut name, mut tactics, mut search, mut time) = (None, None, None, None, None);
+                let (mut visits, mut name, mut tactics, mut search, mut time, mut search_threads) = (None, None, None, None, None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
@@ -394,10 +411,11 @@ impl FromStr for PlayerSpec {
                         "tactics" => tactics = Some(parse_switch(k, v)?),
                         "search" => search = Some(parse_algorithm(k, v)?),
                         "time" => time = Some(parse_time(k, v)?),
+                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search, time }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search, time, search_threads }
             }
             "" => bail!("empty player description"),
             other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
@@ -423,7 +441,7 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None, time: None }
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None, time: None, search_threads: None }
         );
         assert_eq!(
             "rollout:30;search=gumbel;tactics=off".parse::<PlayerSpec>().unwrap(),
@@ -434,12 +452,15 @@ mod tests {
                 name: None,
                 tactics: Some(false),
                 search: Some(bredon_mcts::Algorithm::Gumbel),
-                time: None
+                time: None,
+                search_threads: None
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
-        match "checkpoint:m.bredon;time=reserves".parse::<PlayerSpec>().unwrap() {
-            PlayerSpec::Checkpoint { time, .. } => assert_eq!(time, Some(bredon_mcts::TimeManagement::Reserves)),
+        match "checkpoint:m.bredon;time=reserves;search_threads=2".parse::<PlayerSpec>().unwrap() {
+            PlayerSpec::Checkpoint { time, search_threads, .. } => {
+                assert_eq!((time, search_threads), (Some(bredon_mcts::TimeManagement::Reserves), Some(2)))
+            }
             other => panic!("{other:?}"),
         }
         assert!("checkpoint:m.bredon;time=forever".parse::<PlayerSpec>().unwrap_err().to_string().contains("fixed or reserves"));

@@ -117,6 +117,7 @@ fn checkpoint_spec(run: &RunDir, cfg: &RunConfig, name: &str) -> PlayerSpec {
         tactics: None,
         search: Some(cfg.search.algorithm),
         time: None,
+        search_threads: None,
     }
 }
 

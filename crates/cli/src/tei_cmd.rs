@@ -5,7 +5,7 @@
 //! kept between moves of a game when the next `position` extends the previous one.
 
 use anyhow::Result;
-use bredon_mcts::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, move_budget};
+use bredon_mcts::{Evaluator, ParallelSearch, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, move_budget};
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
 use rand::SeedableRng;
@@ -36,6 +36,9 @@ pub struct TeiArgs {
     /// Seed of the search's random numbers.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Search trees side by side per move (root parallelism; `[search] threads`).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 /// Runs the TEI loop on stdin/stdout until `quit` or end of input.
@@ -43,6 +46,7 @@ pub fn run(args: TeiArgs) -> Result<()> {
     let model = model_arg::load(args.model.as_deref(), None)?;
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let mut engine = Engine::new(model, out, args.visits, args.size, args.seed);
+    engine.set_search_threads(args.threads);
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let line = line?;
@@ -61,7 +65,7 @@ const HALF_KOMI_RANGE: std::ops::RangeInclusive<i8> = -10..=10;
 struct Tree {
     start: Position,
     moves: Vec<Move>,
-    search: Search,
+    search: ParallelSearch,
 }
 
 /// A search running on its worker thread.
@@ -103,6 +107,12 @@ impl<W: Write + Send + 'static> Engine<W> {
             searches: 0,
             seed,
         }
+    }
+
+    /// Search trees side by side for each move from now on (at least 1).
+    pub fn set_search_threads(&mut self, threads: usize) {
+        self.config.threads = threads.max(1);
+        self.tree = None;
     }
 
     fn say(&self, line: &str) {
@@ -260,7 +270,7 @@ impl<W: Write + Send + 'static> Engine<W> {
         for &mv in moves {
             pos.make(mv);
         }
-        Tree { start: start.clone(), moves: moves.to_vec(), search: Search::new(pos, self.config.clone()) }
+        Tree { start: start.clone(), moves: moves.to_vec(), search: ParallelSearch::new(pos, self.config.clone(), self.config.threads) }
     }
 
     fn go(&mut self, params: &GoParams) {
@@ -277,7 +287,7 @@ impl<W: Write + Send + 'static> Engine<W> {
         }
         let began = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let root_visits = tree.search.root_visits() as u64;
+        let root_visits = tree.search.root_visits();
         let mut limits = SearchLimits {
             stop: Some(stop.clone()),
             progress_every: Some(Duration::from_millis(500)),
@@ -314,8 +324,8 @@ impl<W: Write + Send + 'static> Engine<W> {
             });
             if result.best_move.is_none() {
                 // Stopped before the root was expanded: a couple of visits give a move.
-                let visits = tree.search.root_visits() as u64 + 2;
-                result = tree.search.run(&*evaluator, visits, &mut rng);
+                let limits = SearchLimits { visits: Some(tree.search.root_visits() + 2 * tree.search.threads() as u64), ..SearchLimits::default() };
+                result = tree.search.run_with(&*evaluator, &limits, &mut rng, |_| {});
             }
             say(&out, &info_line(&result, size, began));
             if infinite {
@@ -485,6 +495,27 @@ mod tests {
         let tree = e.tree_for(&start, &moves);
         assert!(tree.search.root_visits() > 1, "the subtree of the played move was dropped");
         assert_eq!(tree.search.position().ply(), 1);
+    }
+
+    #[test]
+    fn two_search_threads_share_the_budget_and_find_the_road() {
+        let (mut e, out) = engine();
+        e.set_search_threads(2);
+        e.handle_line("teinewgame 4");
+        e.handle_line("position startpos moves a1 d4");
+        e.handle_line("go nodes 400");
+        e.finish();
+        let lines = take(&out);
+        let last_info = lines.iter().rev().find(|l| l.starts_with("info depth")).unwrap();
+        assert!(last_info.contains(" nodes 400 "), "{last_info}");
+        assert!(parse_move(&bestmove(&lines), 4).is_ok());
+        let (start, moves) = e.position.clone().unwrap();
+        assert_eq!(e.tree_for(&start, &moves).search.threads(), 2);
+        // Tactics still decide: the road in one.
+        e.handle_line("position tps x4/x4/2,2,2,x/1,1,1,x 1 4");
+        e.handle_line("go nodes 200");
+        e.finish();
+        assert_eq!(bestmove(&take(&out)), "d1");
     }
 
     #[test]

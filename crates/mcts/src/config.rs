@@ -65,6 +65,10 @@ pub struct SearchConfig {
     /// How a game clock is spent in matches and `bredon tei` (`"fixed"` or `"reserves"`;
     /// no effect on self-play, which counts visits).
     pub time_management: crate::time::TimeManagement,
+    /// Trees searched side by side for one move in matches and `bredon tei` (root
+    /// parallelism, [`crate::ParallelSearch`]); self-play ignores it (it runs many games at
+    /// once instead).
+    pub threads: usize,
 }
 
 impl Default for SearchConfig {
@@ -87,6 +91,7 @@ impl Default for SearchConfig {
             gumbel_c_visit: 50.0,
             gumbel_c_scale: 1.0,
             time_management: crate::time::TimeManagement::Fixed,
+            threads: 1,
         }
     }
 }

@@ -16,11 +16,13 @@
 pub mod baseline;
 pub mod config;
 pub mod evaluator;
+pub mod parallel;
 pub mod search;
 pub mod time;
 
 pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
+pub use parallel::ParallelSearch;
 pub use search::{Search, SearchLimits, SearchResult};
 pub use time::{TimeManagement, clock_budget, expected_moves_left, move_budget};

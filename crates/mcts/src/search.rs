@@ -234,6 +234,11 @@ impl Search {
         n.expanded.then(|| self.children(node).iter().map(|c| (c.mv, c.prior)).collect())
     }
 
+    /// The root moves proven to lose (for merging several trees' results).
+    pub fn root_lost_moves(&self) -> Vec<Move> {
+        self.children(self.root).iter().filter(|c| c.proof == Proof::Loss).map(|c| c.mv).collect()
+    }
+
     /// Nodes held by the tree.
     pub fn tree_size(&self) -> usize {
         self.nodes.len()
