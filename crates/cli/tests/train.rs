@@ -41,6 +41,10 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
     checked(&mut train(&repo_file("configs/3x3.toml"), &run, &[]));
     let latest = std::fs::read_to_string(run.join("latest")).unwrap().trim().to_string();
     assert_eq!(latest, "gen-0006");
+    // Only the newest three checkpoints keep their optimiser state; all keep their model.
+    let has = |g: u32, file: &str| run.join(format!("checkpoints/gen-{g:04}/{file}")).is_file();
+    assert_eq!((0..=6).map(|g| has(g, "optimizer.bpk")).collect::<Vec<_>>(), [false, false, false, false, true, true, true]);
+    assert!((0..=6).all(|g| has(g, "model.bpk")));
     let ckpt = format!("checkpoint:{};name=trained", run.join("checkpoints").join(&latest).display());
     let out = dir.path().join("match");
     checked(
@@ -83,6 +87,8 @@ fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
     };
     set(&mut cfg, "net", "blocks", 1.into());
     set(&mut cfg, "net", "channels", 16.into());
+    // Every checkpoint file stays, so the kill test can compare all of them.
+    set(&mut cfg, "train", "optimizer_states_kept", 0.into());
     set(&mut cfg, "selfplay", "games_per_generation", 24.into());
     set(&mut cfg, "selfplay", "concurrent_games", 4.into());
     set(&mut cfg, "selfplay", "visits", 32.into());

@@ -144,6 +144,10 @@ pub struct TrainConfig {
     /// outcome's one-hot and the root value's win/draw/loss split). 0 = the outcome only,
     /// as in AlphaZero; larger values lower the target's noise and raise its bias.
     pub search_value_weight: f64,
+    /// Optimiser states (`optimizer.bpk`, twice the model's size with Adam) kept on disk:
+    /// those of the newest this-many checkpoints; older checkpoints keep only their model
+    /// (enough to play, rate and export them; a run resumes from the newest). 0 = keep all.
+    pub optimizer_states_kept: usize,
 }
 
 impl Default for TrainConfig {
@@ -166,6 +170,7 @@ impl Default for TrainConfig {
             ownership_loss_weight: 0.5,
             opponent_policy_loss_weight: 0.15,
             search_value_weight: 0.0,
+            optimizer_states_kept: 3,
         }
     }
 }

@@ -381,10 +381,26 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
             eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
         }
         run.set_latest(&next)?;
+        prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
         summaries.push(summary);
     }
     tb.close();
     Ok(summaries)
+}
+
+/// Deletes the optimiser state of the checkpoint `kept` generations before `newest` (the
+/// older ones went the same way before), so that only the newest `kept` checkpoints keep
+/// theirs; 0 keeps all. A failure is only a warning: the file is merely disk space.
+fn prune_optimizer_states(run: &RunDir, newest: u32, kept: usize) {
+    if kept == 0 || (newest as usize) < kept {
+        return;
+    }
+    let old = run.checkpoint_dir(&RunDir::model_name(newest - kept as u32)).join("optimizer.bpk");
+    if old.is_file()
+        && let Err(e) = std::fs::remove_file(&old)
+    {
+        eprintln!("warning: could not delete the old optimizer state {}: {e}", old.display());
+    }
 }
 
 fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
