@@ -77,6 +77,44 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
     assert_eq!(rows[0][4], "0.0", "anchored at the first checkpoint");
 }
 
+/// With `[selfplay] overlap`, the next generation's games are played during training by
+/// the weights from before it; a kill in the middle loses nothing, and the resumed run
+/// ends with every generation's quota, each game played by its generation's model or the
+/// one before.
+#[test]
+fn overlapped_self_play_keeps_the_quota_and_survives_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path(), 5);
+    let text = std::fs::read_to_string(&config).unwrap().replace("[selfplay]\n", "[selfplay]\noverlap = true\n");
+    assert!(text.contains("overlap = true"));
+    std::fs::write(&config, text).unwrap();
+    let run = dir.path().join("run");
+    let ck = run.join("checkpoints/gen-0002/state.json");
+    let mut child = train(&config, &run, &[]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(&mut child, "checkpoint gen-0002", || ck.is_file());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    checked(&mut train(&config, &run, &[]));
+    assert_eq!(std::fs::read_to_string(run.join("latest")).unwrap().trim(), "gen-0005");
+    let mut by_older = 0;
+    for g in 0..5u32 {
+        let games_dir = run.join("games").join(format!("gen-{g:04}"));
+        assert!(count_files(&games_dir, "game") >= 24, "gen {g}");
+        for entry in std::fs::read_dir(&games_dir).unwrap().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "game") {
+                let (record, _, _) = bredon_selfplay::replay::GameRecord::load(&entry.path()).unwrap();
+                let own = format!("gen-{g:04}");
+                let older = format!("gen-{:04}", g.saturating_sub(1));
+                assert!(record.model == own || record.model == older, "gen {g} game by {}", record.model);
+                by_older += usize::from(record.model != own);
+            }
+        }
+    }
+    assert!(by_older > 0, "no game was played in the background");
+    let lines = std::fs::read_to_string(run.join("logs/generations.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 5, "one log line per generation");
+}
+
 /// A tiny config: many short generations.
 fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
     let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();

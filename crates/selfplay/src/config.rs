@@ -79,6 +79,10 @@ pub struct SelfPlayConfig {
     /// Forward pass of self-play and evaluation games: `fast` (BatchNorm folded,
     /// hand-written SIMD kernels; the default) or `burn` (the training framework's).
     pub inference: bredon_nn::InferenceKind,
+    /// Play the next generation's games while this one trains, with the weights from
+    /// before this generation's training (one generation older), on the cores training
+    /// leaves idle. Off: self-play and training take turns.
+    pub overlap: bool,
 }
 
 impl Default for SelfPlayConfig {
@@ -94,6 +98,7 @@ impl Default for SelfPlayConfig {
             resign_playthrough: 0.1,
             max_inference_batch: 256,
             inference: bredon_nn::InferenceKind::Fast,
+            overlap: false,
         }
     }
 }

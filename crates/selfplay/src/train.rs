@@ -10,6 +10,11 @@
 //! on, generation `g`'s games are played by the `best` model rather than `gen-g`. A kill during (1)
 //! loses only unfinished games; during (2) or (3) the training of that generation is
 //! redone from the same checkpoint with the same RNG state.
+//!
+//! With `[selfplay] overlap`, generation `g+1`'s games start during (2), played by the
+//! `gen-g` weights (before their training) on a background thread; (1) of generation
+//! `g+1` then waits for them and plays whatever is missing. A kill loses only unfinished
+//! games here too: finished ones are files in `games/gen-(g+1)/` like any others.
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -228,6 +233,9 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
     let mut skipped_reported = 0;
     let mut summaries = Vec::new();
     let elapsed_before = state.elapsed_secs;
+    // Self-play of the next generation running during training (`[selfplay] overlap`);
+    // dropping it stops it (unfinished games are discarded, finished ones stay).
+    let mut background: Option<Background> = None;
     loop {
         let gen_no = state.generation;
         if cfg.schedule.generations > 0 && gen_no >= cfg.schedule.generations {
@@ -241,12 +249,15 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         }
         let model = RunDir::model_name(gen_no);
         let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
-        // (1) Self-play.
+        // (1) Self-play: the games played in the background during the last generation's
+        // training (`[selfplay] overlap`), then the rest of the generation's quota.
         let target = cfg.selfplay.games_per_generation;
+        let mut stats = match background.take() {
+            Some(bg) => bg.join(&stop)?,
+            None => PlayStats::default(),
+        };
         let have = count_games(&run.games_dir(), &model);
-        let sp_start = Instant::now();
-        let mut evals = 0u64;
-        if have < target {
+        if have < target && !stop.load(Ordering::Relaxed) {
             if opts.external_selfplay {
                 let pb = bar(target as u64, "games (external)", opts.quiet);
                 pb.set_prefix(model.clone());
@@ -265,43 +276,17 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
                         .with_context(|| format!("loading self-play model {player}"))?
                         .start_inference(cfg.selfplay.max_inference_batch)?
                 };
-                let job = SelfPlayJob {
-                    options: game_opts,
-                    search: cfg.search.clone(),
-                    selfplay: cfg.selfplay.clone(),
-                    model: player.clone(),
-                    generation: model.clone(),
-                    seed: cfg.schedule.seed ^ ((gen_no as u64) << 32),
-                };
+                let job = selfplay_job(cfg, game_opts, &player, gen_no);
                 let pb = bar((target - have) as u64, "self-play games", opts.quiet);
                 pb.set_prefix(model.clone());
-                let (mut w, mut b, mut d, mut plies) = (0usize, 0usize, 0usize, 0usize);
-                let played = run_pool(&job, evaluator, &run.games_dir(), target - have, have as u64, &stop, |g| {
-                    match g.result.winner() {
-                        Some(bredon_rules::Color::White) => w += 1,
-                        Some(bredon_rules::Color::Black) => b += 1,
-                        None => d += 1,
-                    }
-                    plies += g.plies;
-                    pb.inc(1);
-                })?;
+                stats.add(&play(&job, evaluator, service, &run.games_dir(), target - have, have as u64, &stop, &pb)?);
                 pb.finish_and_clear();
-                evals = service.evaluations();
-                service.shutdown();
-                summary.games = played;
-                let n = played.max(1) as f64;
-                summary.white_wins = w as f64 / n;
-                summary.black_wins = b as f64 / n;
-                summary.draws = d as f64 / n;
-                summary.avg_plies = plies as f64 / n;
-            }
-            if stop.load(Ordering::Relaxed) {
-                break;
             }
         }
-        let sp_secs = sp_start.elapsed().as_secs_f64().max(1e-9);
-        summary.evals_per_sec = evals as f64 / sp_secs;
-        summary.games_per_hour = summary.games as f64 / sp_secs * 3600.0;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        stats.summarise(&mut summary);
         // (2) Training.
         summary.new_samples = window.refresh(&run.games_dir())?;
         summary.skipped_games = window.skipped() - skipped_reported;
@@ -310,6 +295,14 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         let win = cfg.train.window_size(total);
         window.trim(cfg.train.window_max);
         summary.window = win;
+        // The next generation's games start now, played by these (pre-training) weights
+        // on the cores training leaves idle.
+        if cfg.selfplay.overlap
+            && !opts.external_selfplay
+            && (cfg.schedule.generations == 0 || gen_no + 1 < cfg.schedule.generations)
+        {
+            background = Background::start(cfg, run, &learner, game_opts, gen_no)?;
+        }
         let batch = cfg.train.batch_size;
         let new_this_gen = summary.new_samples.max(if have > 0 { total.min(batch) } else { 0 });
         let steps = ((new_this_gen as f64 * cfg.train.sample_reuse / batch as f64).ceil() as usize)
@@ -384,8 +377,153 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
         summaries.push(summary);
     }
+    drop(background);
     tb.close();
     Ok(summaries)
+}
+
+/// The self-play job of `generation`'s games, played by the weights named `player`.
+fn selfplay_job(cfg: &RunConfig, options: bredon_rules::GameOptions, player: &str, generation: u32) -> SelfPlayJob {
+    SelfPlayJob {
+        options,
+        search: cfg.search.clone(),
+        selfplay: cfg.selfplay.clone(),
+        model: player.to_string(),
+        generation: RunDir::model_name(generation),
+        seed: cfg.schedule.seed ^ ((generation as u64) << 32),
+    }
+}
+
+/// What a batch of self-play games did.
+#[derive(Debug, Default)]
+struct PlayStats {
+    played: usize,
+    white: usize,
+    black: usize,
+    draws: usize,
+    plies: usize,
+    evals: u64,
+    secs: f64,
+}
+
+impl PlayStats {
+    fn add(&mut self, o: &PlayStats) {
+        self.played += o.played;
+        self.white += o.white;
+        self.black += o.black;
+        self.draws += o.draws;
+        self.plies += o.plies;
+        self.evals += o.evals;
+        self.secs += o.secs;
+    }
+
+    /// Fills the generation summary's self-play fields.
+    fn summarise(&self, s: &mut GenerationSummary) {
+        let n = self.played.max(1) as f64;
+        let secs = self.secs.max(1e-9);
+        s.games = self.played;
+        s.white_wins = self.white as f64 / n;
+        s.black_wins = self.black as f64 / n;
+        s.draws = self.draws as f64 / n;
+        s.avg_plies = self.plies as f64 / n;
+        s.evals_per_sec = self.evals as f64 / secs;
+        s.games_per_hour = self.played as f64 / secs * 3600.0;
+    }
+}
+
+/// Plays `count` games of `job` (indices from `first_index`) with `evaluator`, then shuts
+/// its inference `service` down.
+#[allow(clippy::too_many_arguments)]
+fn play(
+    job: &SelfPlayJob,
+    evaluator: Arc<dyn bredon_mcts::Evaluator>,
+    service: bredon_nn::inference::InferenceService,
+    games_dir: &std::path::Path,
+    count: usize,
+    first_index: u64,
+    stop: &AtomicBool,
+    pb: &ProgressBar,
+) -> Result<PlayStats> {
+    let started = Instant::now();
+    let mut st = PlayStats::default();
+    st.played = run_pool(job, evaluator, games_dir, count, first_index, stop, |g| {
+        match g.result.winner() {
+            Some(bredon_rules::Color::White) => st.white += 1,
+            Some(bredon_rules::Color::Black) => st.black += 1,
+            None => st.draws += 1,
+        }
+        st.plies += g.plies;
+        pb.inc(1);
+    })?;
+    st.evals = service.evaluations();
+    service.shutdown();
+    st.secs = started.elapsed().as_secs_f64();
+    Ok(st)
+}
+
+/// The next generation's self-play, running on its own thread while this one trains.
+struct Background {
+    handle: Option<std::thread::JoinHandle<Result<PlayStats>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Background {
+    /// Starts the games of generation `gen_no + 1` still missing, played by the learner's
+    /// current weights (`gen-<gen_no>`), or by the `best` model with gating on.
+    fn start(
+        cfg: &RunConfig,
+        run: &RunDir,
+        learner: &Learner,
+        options: bredon_rules::GameOptions,
+        gen_no: u32,
+    ) -> Result<Option<Background>> {
+        let next = RunDir::model_name(gen_no + 1);
+        let target = cfg.selfplay.games_per_generation;
+        let have = count_games(&run.games_dir(), &next);
+        if have >= target {
+            return Ok(None);
+        }
+        let best = if cfg.eval.gate.enabled { run.best()? } else { None };
+        let max_batch = cfg.selfplay.max_inference_batch;
+        let (player, (evaluator, service)) = match best {
+            Some(best) => {
+                let served = Learner::load(cfg, &run.checkpoint_dir(&best))
+                    .with_context(|| format!("loading self-play model {best}"))?
+                    .start_inference(max_batch)?;
+                (best, served)
+            }
+            None => (RunDir::model_name(gen_no), learner.start_inference(max_batch)?),
+        };
+        let job = selfplay_job(cfg, options, &player, gen_no + 1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, games_dir) = (stop.clone(), run.games_dir());
+        let handle = std::thread::Builder::new()
+            .name(format!("selfplay-{next}"))
+            .spawn(move || play(&job, evaluator, service, &games_dir, target - have, have as u64, &flag, &ProgressBar::hidden()))
+            .context("starting the background self-play thread")?;
+        Ok(Some(Background { handle: Some(handle), stop }))
+    }
+
+    /// Waits for the games (stopping them early if `stop` is set meanwhile).
+    fn join(mut self, stop: &AtomicBool) -> Result<PlayStats> {
+        let handle = self.handle.take().expect("joined once");
+        while !handle.is_finished() {
+            if stop.load(Ordering::Relaxed) {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        handle.join().map_err(|_| anyhow::anyhow!("the background self-play thread panicked"))?
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = handle.join();
+        }
+    }
 }
 
 /// Deletes the optimiser state of the checkpoint `kept` generations before `newest` (the
