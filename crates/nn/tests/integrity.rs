@@ -110,11 +110,14 @@ fn exports_are_checksummed_and_old_exports_still_load() {
 }
 
 #[test]
-fn the_shipped_model_is_checksummed_and_a_damaged_copy_is_refused() {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/4x4.bredon");
-    let (_, meta, v) = load_exported_verified(&shipped).unwrap();
-    assert_eq!((meta.size, v), (4, Verified::Ok));
-    // The damage of issue 13: 0xFF at byte 600000.
+fn the_shipped_models_are_checksummed_and_a_damaged_copy_is_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    for name in ["4x4.bredon", "4x4-v1.bredon"] {
+        let (_, meta, v) = load_exported_verified(&dir.join(name)).unwrap();
+        assert_eq!((meta.size, v), (4, Verified::Ok), "{name}");
+    }
+    // The damage of issue 13 (in the model shipped then): 0xFF at byte 600000.
+    let shipped = dir.join("4x4-v1.bredon");
     let mut b = std::fs::read(&shipped).unwrap();
     b[600_000..600_004].copy_from_slice(&[0xFF; 4]);
     let dir = tempfile::tempdir().unwrap();

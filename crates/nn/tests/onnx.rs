@@ -192,10 +192,12 @@ fn check_onnx_export(cfg: &NetConfig) {
 }
 
 #[test]
-fn shipped_onnx_model_is_the_export_of_the_shipped_model() {
+fn shipped_onnx_models_are_the_exports_of_the_shipped_models() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    let (model, meta) = load_exported(&shipped.join("4x4.bredon")).unwrap();
-    let bytes = onnx_bytes(&FoldedNet::from_model(&model, meta.size), &meta).unwrap();
-    let file = std::fs::read(shipped.join("4x4.onnx")).expect("checkpoints/shipped/4x4.onnx");
-    assert!(bytes == file, "checkpoints/shipped/4x4.onnx is not `bredon export checkpoints/shipped/4x4.bredon --format onnx`");
+    for name in ["4x4", "4x4-v1"] {
+        let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
+        let bytes = onnx_bytes(&FoldedNet::from_model(&model, meta.size), &meta).unwrap();
+        let file = std::fs::read(shipped.join(format!("{name}.onnx"))).unwrap_or_else(|e| panic!("checkpoints/shipped/{name}.onnx: {e}"));
+        assert!(bytes == file, "checkpoints/shipped/{name}.onnx is not `bredon export checkpoints/shipped/{name}.bredon --format onnx`");
+    }
 }
