@@ -120,6 +120,19 @@ pub struct GenerationSummary {
     pub skipped_games: usize,
 }
 
+impl GenerationSummary {
+    /// The optional heads' mean losses as (log-line name, TensorBoard tag, loss); a loss
+    /// of 0 means the network has no such head.
+    fn head_losses(&self) -> [(&'static str, &'static str, f64); 4] {
+        [
+            ("wdl", "loss/wdl", self.wdl_loss),
+            ("margin", "loss/flat_margin", self.flat_margin_loss),
+            ("own", "loss/ownership", self.ownership_loss),
+            ("opp", "loss/opponent_policy", self.opponent_policy_loss),
+        ]
+    }
+}
+
 /// After this many non-finite training steps in a row, training stops with an error
 /// (the run stays at its last written checkpoint).
 pub const MAX_CONSECUTIVE_SKIPPED_STEPS: usize = 10;
@@ -267,15 +280,7 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
                 }
                 pb.finish_and_clear();
             } else {
-                // With gating, the games may be played by an older, better model.
-                let player = run.self_play_model(&model, cfg.eval.gate.enabled)?;
-                let (evaluator, service) = if player == model {
-                    learner.start_inference(cfg.selfplay.max_inference_batch)?
-                } else {
-                    Learner::load(cfg, &run.checkpoint_dir(&player))
-                        .with_context(|| format!("loading self-play model {player}"))?
-                        .start_inference(cfg.selfplay.max_inference_batch)?
-                };
+                let (player, evaluator, service) = self_play_service(cfg, run, &learner, &model)?;
                 let job = selfplay_job(cfg, game_opts, &player, gen_no);
                 let pb = bar((target - have) as u64, "self-play games", opts.quiet);
                 pb.set_prefix(model.clone());
@@ -382,6 +387,27 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
     Ok(summaries)
 }
 
+/// The weights that play self-play games while the learner holds `current`: those, or
+/// with gating the `best` model (an older, better one) loaded from its checkpoint; their
+/// name and a running inference service on them.
+fn self_play_service(
+    cfg: &RunConfig,
+    run: &RunDir,
+    learner: &Learner,
+    current: &str,
+) -> Result<(String, Arc<dyn bredon_mcts::Evaluator>, bredon_nn::inference::InferenceService)> {
+    let player = run.self_play_model(current, cfg.eval.gate.enabled)?;
+    let max_batch = cfg.selfplay.max_inference_batch;
+    let (evaluator, service) = if player == current {
+        learner.start_inference(max_batch)?
+    } else {
+        Learner::load(cfg, &run.checkpoint_dir(&player))
+            .with_context(|| format!("loading self-play model {player}"))?
+            .start_inference(max_batch)?
+    };
+    Ok((player, evaluator, service))
+}
+
 /// The self-play job of `generation`'s games, played by the weights named `player`.
 fn selfplay_job(cfg: &RunConfig, options: bredon_rules::GameOptions, player: &str, generation: u32) -> SelfPlayJob {
     SelfPlayJob {
@@ -469,7 +495,8 @@ struct Background {
 
 impl Background {
     /// Starts the games of generation `gen_no + 1` still missing, played by the learner's
-    /// current weights (`gen-<gen_no>`), or by the `best` model with gating on.
+    /// current weights (`gen-<gen_no>`), or by the `best` model with gating on
+    /// ([`self_play_service`]).
     fn start(
         cfg: &RunConfig,
         run: &RunDir,
@@ -483,17 +510,7 @@ impl Background {
         if have >= target {
             return Ok(None);
         }
-        let best = if cfg.eval.gate.enabled { run.best()? } else { None };
-        let max_batch = cfg.selfplay.max_inference_batch;
-        let (player, (evaluator, service)) = match best {
-            Some(best) => {
-                let served = Learner::load(cfg, &run.checkpoint_dir(&best))
-                    .with_context(|| format!("loading self-play model {best}"))?
-                    .start_inference(max_batch)?;
-                (best, served)
-            }
-            None => (RunDir::model_name(gen_no), learner.start_inference(max_batch)?),
-        };
+        let (player, evaluator, service) = self_play_service(cfg, run, learner, &RunDir::model_name(gen_no))?;
         let job = selfplay_job(cfg, options, &player, gen_no + 1);
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, games_dir) = (stop.clone(), run.games_dir());
@@ -544,8 +561,7 @@ fn prune_optimizer_states(run: &RunDir, newest: u32, kept: usize) {
 fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
     let mut evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
     // The losses of the optional heads (only those present), after the line's fields.
-    let heads = [("wdl", s.wdl_loss), ("margin", s.flat_margin_loss), ("own", s.ownership_loss), ("opp", s.opponent_policy_loss)];
-    let aux: Vec<String> = heads.iter().filter(|(_, l)| *l != 0.0).map(|(k, l)| format!("{k} {l:.3}")).collect();
+    let aux: Vec<String> = s.head_losses().iter().filter(|(_, _, l)| *l != 0.0).map(|(k, _, l)| format!("{k} {l:.3}")).collect();
     if !aux.is_empty() {
         evals.push_str(&format!(" | heads {}", aux.join(" ")));
     }
@@ -591,14 +607,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation as f64),
     ];
-    for (key, l) in [
-        ("loss/wdl", s.wdl_loss),
-        ("loss/flat_margin", s.flat_margin_loss),
-        ("loss/ownership", s.ownership_loss),
-        ("loss/opponent_policy", s.opponent_policy_loss),
-    ] {
+    for (_, tag, l) in s.head_losses() {
         if l != 0.0 {
-            scalars.push((key.into(), l));
+            scalars.push((tag.into(), l));
         }
     }
     for (opp, score) in &s.eval {
