@@ -48,6 +48,6 @@ pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, Random
 pub use plot::{EloPoint, plot_elo, render_elo_svg};
 pub use results::{GameRecord, append_record, load_records, write_atomic};
 pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};
-pub use spec::{Entrant, PlayerFactory, PlayerSpec};
+pub use spec::{Entrant, PlayerFactory, PlayerSpec, SearchSettings};
 pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};
 pub use tei::{TeiConfig, TeiPlayer};

@@ -7,10 +7,10 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name`, `tactics`, `search` (`puct` or `gumbel`) |
-//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name`, `tactics`, `search` |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads` |
+//! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` and the [`SearchSettings`] |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
-//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name`, `tactics`, `search` |
+//! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` and the [`SearchSettings`] |
 //!
 //! Examples: `uniform:200`, `random;seed=7`,
 //! `tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4`.
@@ -50,19 +50,9 @@ pub enum PlayerSpec {
         /// Display name (default `uniform-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
-        #[serde(default)]
-        tactics: Option<bool>,
-        /// Search algorithm (`search=puct|gumbel`; default PUCT).
-        #[serde(default)]
-        search: Option<bredon_mcts::Algorithm>,
-        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
-        #[serde(default)]
-        time: Option<bredon_mcts::TimeManagement>,
-        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
-        /// default 1).
-        #[serde(default)]
-        search_threads: Option<usize>,
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        #[serde(flatten)]
+        settings: SearchSettings,
     },
     /// MCTS with a uniform policy and random-playout values: a baseline that, unlike
     /// `Uniform` (value 0 everywhere), gets stronger with more visits.
@@ -78,19 +68,9 @@ pub enum PlayerSpec {
         /// Display name (default `rollout-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
-        #[serde(default)]
-        tactics: Option<bool>,
-        /// Search algorithm (`search=puct|gumbel`; default PUCT).
-        #[serde(default)]
-        search: Option<bredon_mcts::Algorithm>,
-        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
-        #[serde(default)]
-        time: Option<bredon_mcts::TimeManagement>,
-        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
-        /// default 1).
-        #[serde(default)]
-        search_threads: Option<usize>,
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        #[serde(flatten)]
+        settings: SearchSettings,
     },
     /// An external TEI engine.
     Tei {
@@ -113,19 +93,9 @@ pub enum PlayerSpec {
         /// Display name (default: the file stem).
         #[serde(default)]
         name: Option<String>,
-        /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
-        #[serde(default)]
-        tactics: Option<bool>,
-        /// Search algorithm (`search=puct|gumbel`; default PUCT).
-        #[serde(default)]
-        search: Option<bredon_mcts::Algorithm>,
-        /// Time management on a game clock (`time=fixed|reserves`; default the search's).
-        #[serde(default)]
-        time: Option<bredon_mcts::TimeManagement>,
-        /// Trees searched side by side per move (`search_threads=N`, root parallelism;
-        /// default 1).
-        #[serde(default)]
-        search_threads: Option<usize>,
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        #[serde(flatten)]
+        settings: SearchSettings,
     },
 }
 
@@ -160,20 +130,47 @@ impl Entrant {
     }
 }
 
-/// The match search settings with the player's `tactics` (default on), `search`
-/// (default PUCT), `time` and `search_threads` (default the search config's) choices.
-fn search_config(
-    tactics: Option<bool>,
-    search: Option<bredon_mcts::Algorithm>,
-    time: Option<bredon_mcts::TimeManagement>,
-    search_threads: Option<usize>,
-) -> crate::search_glue::SearchConfig {
-    let mut config = crate::search_glue::match_search_config();
-    config.tactics = tactics.unwrap_or(config.tactics);
-    config.algorithm = search.unwrap_or(config.algorithm);
-    config.time_management = time.unwrap_or(config.time_management);
-    config.threads = search_threads.unwrap_or(config.threads).max(1);
-    config
+/// The search choices an MCTS player (`uniform`, `rollout`, `checkpoint`) may set; each
+/// unset one keeps the match search config's value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettings {
+    /// Tactical checks in the search (default on; `tactics=off` for A/B matches).
+    #[serde(default)]
+    pub tactics: Option<bool>,
+    /// Search algorithm (`search=puct|gumbel`; default PUCT).
+    #[serde(default)]
+    pub search: Option<bredon_mcts::Algorithm>,
+    /// Time management on a game clock (`time=fixed|reserves`; default the search's).
+    #[serde(default)]
+    pub time: Option<bredon_mcts::TimeManagement>,
+    /// Trees searched side by side per move (`search_threads=N`, root parallelism;
+    /// default 1).
+    #[serde(default)]
+    pub search_threads: Option<usize>,
+}
+
+impl SearchSettings {
+    /// The match search settings with these choices applied.
+    fn config(&self) -> crate::search_glue::SearchConfig {
+        let mut config = crate::search_glue::match_search_config();
+        config.tactics = self.tactics.unwrap_or(config.tactics);
+        config.algorithm = self.search.unwrap_or(config.algorithm);
+        config.time_management = self.time.unwrap_or(config.time_management);
+        config.threads = self.search_threads.unwrap_or(config.threads).max(1);
+        config
+    }
+
+    /// Takes the string setting `k=v` if it is one of these (`Ok(false)`: not one).
+    fn parse(&mut self, k: &str, v: &str) -> anyhow::Result<bool> {
+        match k {
+            "tactics" => self.tactics = Some(parse_switch(k, v)?),
+            "search" => self.search = Some(parse_algorithm(k, v)?),
+            "time" => self.time = Some(parse_time(k, v)?),
+            "search_threads" => self.search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 /// A `fixed`/`reserves` setting.
@@ -231,7 +228,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
             }
-            PlayerSpec::Uniform { visits, seed: s, tactics, search, time, search_threads, .. } => {
+            PlayerSpec::Uniform { visits, seed: s, settings, .. } => {
                 if visits == 0 {
                     bail!("uniform player needs at least 1 visit");
                 }
@@ -240,11 +237,11 @@ impl PlayerSpec {
                 let limits = MoveLimits::nodes(visits as u64);
                 Ok(Entrant::new(name, limits, move || {
                     let evaluator = Arc::new(crate::search_glue::UniformEvaluator);
-                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
+                    Ok(Box::new(MctsPlayer::new(evaluator, visits, s, n.clone()).with_config(settings.config()))
                         as Box<dyn Player>)
                 }))
             }
-            PlayerSpec::Rollout { visits, rollouts, seed: s, tactics, search, time, search_threads, .. } => {
+            PlayerSpec::Rollout { visits, rollouts, seed: s, settings, .. } => {
                 if visits == 0 || rollouts == Some(0) {
                     bail!("rollout player needs at least 1 visit and 1 rollout");
                 }
@@ -254,7 +251,7 @@ impl PlayerSpec {
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(settings.config()))
                         as Box<dyn Player>)
                 }))
             }
@@ -270,7 +267,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, tactics, search, time, search_threads, .. } => {
+            PlayerSpec::Checkpoint { path, visits, settings, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path)
                     .with_context(|| format!("checkpoint player {}", path.display()))?;
@@ -282,7 +279,7 @@ impl PlayerSpec {
                 let n = name.clone();
                 let v = limits.nodes.unwrap_or(100) as u32;
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(search_config(tactics, search, time, search_threads)))
+                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), v, seed, n.clone()).with_config(settings.config()))
                         as Box<dyn Player>)
                 }))
             }
@@ -333,19 +330,16 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut tactics, mut search, mut time, mut search_threads) = (None, None, None, None, None, None);
+                let (mut seed, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
-                        "tactics" => tactics = Some(parse_switch(k, v)?),
-                        "search" => search = Some(parse_algorithm(k, v)?),
-                        "time" => time = Some(parse_time(k, v)?),
-                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
+                        _ if search_settings.parse(k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Uniform { visits, seed, name, tactics, search, time, search_threads }
+                PlayerSpec::Uniform { visits, seed, name, settings: search_settings }
             }
             "rollout" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
@@ -353,21 +347,17 @@ impl FromStr for PlayerSpec {
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts, mut tactics, mut search, mut time, mut search_threads) =
-                    (None, None, None, None, None, None, None);
+                let (mut seed, mut name, mut rollouts, mut search_settings) = (None, None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
                         "name" => name = Some(v.clone()),
                         "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
-                        "tactics" => tactics = Some(parse_switch(k, v)?),
-                        "search" => search = Some(parse_algorithm(k, v)?),
-                        "time" => time = Some(parse_time(k, v)?),
-                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
+                        _ if search_settings.parse(k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Rollout { visits, rollouts, seed, name, tactics, search, time, search_threads }
+                PlayerSpec::Rollout { visits, rollouts, seed, name, settings: search_settings }
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
@@ -401,21 +391,18 @@ impl FromStr for PlayerSpec {
             }
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
-                let (mut visits, mut name, mut tactics, mut search, mut time, mut search_threads) = (None, None, None, None, None, None);
+                let (mut visits, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
                             visits = Some(v.parse().map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?)
                         }
                         "name" => name = Some(v.clone()),
-                        "tactics" => tactics = Some(parse_switch(k, v)?),
-                        "search" => search = Some(parse_algorithm(k, v)?),
-                        "time" => time = Some(parse_time(k, v)?),
-                        "search_threads" => search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
+                        _ if search_settings.parse(k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, tactics, search, time, search_threads }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, settings: search_settings }
             }
             "" => bail!("empty player description"),
             other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
@@ -441,7 +428,7 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, tactics: None, search: None, time: None, search_threads: None }
+            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, settings: SearchSettings::default() }
         );
         assert_eq!(
             "rollout:30;search=gumbel;tactics=off".parse::<PlayerSpec>().unwrap(),
@@ -450,20 +437,32 @@ mod tests {
                 rollouts: None,
                 seed: None,
                 name: None,
-                tactics: Some(false),
-                search: Some(bredon_mcts::Algorithm::Gumbel),
-                time: None,
-                search_threads: None
+                settings: SearchSettings {
+                    tactics: Some(false),
+                    search: Some(bredon_mcts::Algorithm::Gumbel),
+                    time: None,
+                    search_threads: None
+                }
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
         match "checkpoint:m.bredon;time=reserves;search_threads=2".parse::<PlayerSpec>().unwrap() {
-            PlayerSpec::Checkpoint { time, search_threads, .. } => {
-                assert_eq!((time, search_threads), (Some(bredon_mcts::TimeManagement::Reserves), Some(2)))
+            PlayerSpec::Checkpoint { settings, .. } => {
+                assert_eq!((settings.time, settings.search_threads), (Some(bredon_mcts::TimeManagement::Reserves), Some(2)))
             }
             other => panic!("{other:?}"),
         }
         assert!("checkpoint:m.bredon;time=forever".parse::<PlayerSpec>().unwrap_err().to_string().contains("fixed or reserves"));
+        // In config files the search choices sit beside the player's other fields.
+        let spec: PlayerSpec =
+            serde_json::from_str(r#"{"kind": "checkpoint", "path": "m.bredon", "tactics": false, "time": "reserves"}"#).unwrap();
+        match &spec {
+            PlayerSpec::Checkpoint { settings, .. } => {
+                assert_eq!((settings.tactics, settings.time), (Some(false), Some(bredon_mcts::TimeManagement::Reserves)))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(serde_json::from_str::<PlayerSpec>(&serde_json::to_string(&spec).unwrap()).unwrap(), spec);
         assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
         let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
         match &t {

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::{
-    EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
+    EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule, SearchSettings,
     check_players, entrants_from_specs, plot_elo, rate_results, write_atomic, run_arena, run_gate, run_match,
 };
 use bredon_selfplay::config::{GateTest, RunConfig};
@@ -114,10 +114,7 @@ fn checkpoint_spec(run: &RunDir, cfg: &RunConfig, name: &str) -> PlayerSpec {
         path: run.checkpoint_dir(name),
         visits: None,
         name: Some(name.to_string()),
-        tactics: None,
-        search: Some(cfg.search.algorithm),
-        time: None,
-        search_threads: None,
+        settings: SearchSettings { search: Some(cfg.search.algorithm), ..SearchSettings::default() },
     }
 }
 
