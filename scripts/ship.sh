@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Ships a run's newest checkpoint as checkpoints/shipped/NAME.bredon (+ NAME.onnx) with
 # its Elo ladder: NAME-elo.svg (Elo against minutes of training), NAME-elo-curve.csv,
-# NAME-ratings.csv and NAME-generations.txt (the generation log as a table).
+# NAME-ratings.csv and NAME-generations.txt (the generation log as a table), and
+# NAME-halfway.csv: the checkpoint at half the training time against the newest, 200
+# colour-swapped games (HALFWAY_GAMES) at the ladder's visits from random 2-ply openings,
+# to tell whether the second half of the run still made progress (a ladder's neighbours
+# are too few games apart to resolve that).
 # The ladder is the run's own (`[eval] arena_every` / `arena_games` / `visits`), brought up
 # to date first (games the training hook already played are not replayed), plus a coarse
 # ladder of every fifth of its checkpoints with four times the games.
@@ -25,6 +29,39 @@ games=$(key arena_games); games=${games:-10}
 "$bredon" export --run "$run" -o "$out/$name.bredon"
 "$bredon" export "$out/$name.bredon" --format onnx -o "$out/$name.onnx"
 cp "$run/arena/elo.svg" "$out/$name-elo.svg"
+
+# Half-way checkpoint (the last one at or before half the newest's training time) vs newest.
+read -r half newest size half_komi ladder_visits < <(python3 - "$run" <<'PY'
+import json, sys, pathlib, tomllib
+run = pathlib.Path(sys.argv[1])
+cfg = tomllib.loads((run / "config.toml").read_text())
+states = {}
+for d in (run / "checkpoints").iterdir():
+    if (d / "model.bpk").is_file() and (d / "state.json").is_file():
+        states[d.name] = json.loads((d / "state.json").read_text())["elapsed_secs"]
+newest = (run / "latest").read_text().strip()
+half = max((n for n, t in states.items() if t <= states[newest] / 2), default=min(states))
+game = cfg.get("game", {})
+print(half, newest, game.get("size", 4), int(round(game.get("komi", 0.0) * 2)), cfg.get("eval", {}).get("visits", 64))  # the config defaults
+PY
+)
+hw="$run/arena/halfway-$newest"   # resumable: a killed ship.sh replays only missing games
+hw_games=${HALFWAY_GAMES:-200}
+mkdir -p "$hw"
+cat > "$hw.toml" <<TOML
+size = $size
+half_komi = $half_komi
+visits = $ladder_visits
+games_per_pairing = $hw_games
+[openings]
+kind = "random"
+plies = 2
+count = $(( (hw_games + 1) / 2 ))
+seed = 3
+TOML
+"$bredon" arena --out "$hw" --config "$hw.toml" \
+  --player "checkpoint:$run/checkpoints/$newest;name=$newest" --player "checkpoint:$run/checkpoints/$half;name=$half"
+cp "$hw/ratings.csv" "$out/$name-halfway.csv"
 cp "$run/arena/elo-curve.csv" "$out/$name-elo-curve.csv"
 cp "$run/arena/ratings.csv" "$out/$name-ratings.csv"
 python3 scripts/generations-table.py "$run" "$every" > "$out/$name-generations.txt"
