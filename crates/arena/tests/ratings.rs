@@ -136,6 +136,45 @@ fn perfect_scores_stay_finite_and_disconnected_players_are_flagged() {
     assert!(empty.rows.iter().all(|r| r.elo == 0.0 && r.games == 0));
 }
 
+/// A training run's ladder: checkpoints 60 Elo apart, each playing the first checkpoint
+/// (far weaker: it loses nearly every game), a uniform baseline and its predecessor, 10
+/// games per pairing. The fit must find the rise from the middle checkpoint to the last
+/// (420 Elo); a virtual draw on every pair (BayesElo's prior) fitted about a fifth of it.
+#[test]
+fn a_rising_ladder_is_not_compressed() {
+    let checkpoints = 15; // players 0..15: the first checkpoint is 0; the uniform baseline is 15
+    let truth = |i: usize| if i == checkpoints { -300.0 } else if i == 0 { 0.0 } else { 600.0 + 60.0 * (i - 1) as f64 };
+    let (mid, last) = (7, checkpoints - 1);
+    let seeds = 20;
+    let mut rise = 0.0;
+    for seed in 0..seeds {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut games = Vec::new();
+        let mut play = |a: usize, b: usize, n: usize, games: &mut Vec<(usize, usize, f64)>| {
+            for g in 0..n {
+                let (w, bl) = if g % 2 == 0 { (a, b) } else { (b, a) };
+                // Decisive games (as Tak games between unequal players are): `simulate`'s
+                // flat 10% of draws would have the first checkpoint draw players far
+                // stronger, which the logistic model does not allow.
+                let won = rng.random::<f64>() < expected_score(truth(w) - truth(bl));
+                games.push((w, bl, if won { 1.0 } else { 0.0 }));
+            }
+        };
+        for i in 1..checkpoints {
+            play(i, 0, 10, &mut games);
+            play(i, checkpoints, 6, &mut games);
+            if i > 1 {
+                play(i, i - 1, 10, &mut games);
+            }
+        }
+        let fit = fit_elo(checkpoints + 1, &games, 0, &EloOptions::default());
+        assert!(fit.elo.iter().all(|e| e.is_finite()) && fit.stderr.iter().all(|s| s.is_finite()));
+        rise += (fit.elo[last] - fit.elo[mid]) / seeds as f64;
+    }
+    let true_rise = truth(last) - truth(mid);
+    assert!(rise > 0.8 * true_rise && rise < 1.2 * true_rise, "fitted rise {rise:.0}, true {true_rise}");
+}
+
 #[test]
 fn ratings_files_are_written() {
     let dir = tempfile::tempdir().unwrap();
