@@ -395,9 +395,9 @@ mod tests {
             let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{size}x{size}.toml"));
             let cfg = RunConfig::load(&p).unwrap();
             assert_eq!(cfg.game.size, size);
-            // 4x4 runs with the Tak features and the extra heads (they won their A/B);
-            // the other sizes keep the first network's inputs and heads until measured.
-            let want = if size == 4 { (2, true, true) } else { (1, false, false) };
+            // 4x4 and up run with the Tak features and the extra heads (they won their A/B
+            // on 4x4 and 5x5); 3x3, the end-to-end tests' size, keeps the first network's.
+            let want = if size >= 4 { (2, true, true) } else { (1, false, false) };
             assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{size}x{size}.toml");
         }
         assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
