@@ -17,41 +17,39 @@ bredon=${BREDON:-target/release/bredon}
 [ -x "$bredon" ] || cargo build --release --bin bredon
 out=checkpoints/shipped
 mkdir -p "$out"
-key() { awk -F'[=#]' -v k="$1" '$1 ~ "^"k" *$" {gsub(/ /, "", $2); print $2; exit}' "$run/config.toml"; }
-every=$(key arena_every); every=${every:-10}; [ "$every" -gt 0 ] || every=10
-games=$(key arena_games); games=${games:-10}
-
-# A coarse pass first: every fifth ladder checkpoint with four times the games, so that
-# checkpoints far apart meet directly (neighbours 10 games apart cannot resolve slow
-# progress); then the ladder itself, fitted on all games played.
-"$bredon" arena --run "$run" --every $((every * 5)) --games $((games * 4))
-"$bredon" arena --run "$run" --every "$every" --games "$games"
-"$bredon" export --run "$run" -o "$out/$name.bredon"
-"$bredon" export "$out/$name.bredon" --format onnx -o "$out/$name.onnx"
-cp "$run/arena/elo.svg" "$out/$name-elo.svg"
-
-# Half-way checkpoint (the last one at or before half the newest's training time) vs newest.
-read -r half newest size half_komi ladder_visits < <(python3 - "$run" <<'PY'
+# The run's settings (its config copy; config defaults where a key is absent, and a ladder
+# every 10 checkpoints where the run kept none) and the half-way checkpoint: the last one
+# at or before half the newest's training time.
+read -r every games size half_komi visits half newest < <(python3 - "$run" <<'PY'
 import json, sys, pathlib, tomllib
 run = pathlib.Path(sys.argv[1])
 cfg = tomllib.loads((run / "config.toml").read_text())
+game, ev = cfg.get("game", {}), cfg.get("eval", {})
 states = {}
 for d in (run / "checkpoints").iterdir():
     if (d / "model.bpk").is_file() and (d / "state.json").is_file():
         states[d.name] = json.loads((d / "state.json").read_text())["elapsed_secs"]
 newest = (run / "latest").read_text().strip()
 half = max((n for n, t in states.items() if t <= states[newest] / 2), default=min(states))
-game = cfg.get("game", {})
-print(half, newest, game.get("size", 4), int(round(game.get("komi", 0.0) * 2)), cfg.get("eval", {}).get("visits", 64))  # the config defaults
+print(ev.get("arena_every", 0) or 10, ev.get("arena_games", 10), game.get("size", 4),
+      int(round(game.get("komi", 0.0) * 2)), ev.get("visits", 64), half, newest)
 PY
 )
+
+# A coarse pass first: every fifth ladder checkpoint with four times the games, so that
+# checkpoints far apart meet directly (neighbours 10 games apart cannot resolve slow
+# progress); then the ladder itself, fitted on all games played.
+"$bredon" arena --run "$run" --every $((every * 5)) --games $((games * 4))
+"$bredon" arena --run "$run" --every "$every" --games "$games"
+
+# Half-way checkpoint vs newest.
 hw="$run/arena/halfway-$newest"   # resumable: a killed ship.sh replays only missing games
 hw_games=${HALFWAY_GAMES:-200}
 mkdir -p "$hw"
 cat > "$hw.toml" <<TOML
 size = $size
 half_komi = $half_komi
-visits = $ladder_visits
+visits = $visits
 games_per_pairing = $hw_games
 [openings]
 kind = "random"
@@ -61,8 +59,12 @@ seed = 3
 TOML
 "$bredon" arena --out "$hw" --config "$hw.toml" \
   --player "checkpoint:$run/checkpoints/$newest;name=$newest" --player "checkpoint:$run/checkpoints/$half;name=$half"
-cp "$hw/ratings.csv" "$out/$name-halfway.csv"
+
+"$bredon" export --run "$run" -o "$out/$name.bredon"
+"$bredon" export "$out/$name.bredon" --format onnx -o "$out/$name.onnx"
+cp "$run/arena/elo.svg" "$out/$name-elo.svg"
 cp "$run/arena/elo-curve.csv" "$out/$name-elo-curve.csv"
 cp "$run/arena/ratings.csv" "$out/$name-ratings.csv"
+cp "$hw/ratings.csv" "$out/$name-halfway.csv"
 python3 scripts/generations-table.py "$run" "$every" > "$out/$name-generations.txt"
 echo "shipped $(cat "$run/latest") of $run as $out/$name.bredon"
