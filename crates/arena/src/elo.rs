@@ -30,7 +30,8 @@
 //!   simulated ladder (checkpoints rising 60 Elo apart, 10 games per pairing) per-pair
 //!   draws fitted a fifth of the true rise; spread they fit it (test
 //!   `a_rising_ladder_is_not_compressed` in `tests/ratings.rs`). With the prior set to 0,
-//!   ratings are clamped to ±[`EloOptions::max_abs_elo`].
+//!   ratings are clamped to ±[`EloOptions::max_abs_elo`]; with a prior they are not
+//!   bounded (a long ladder rises past +2000).
 //! - **Disconnected players.** Players are split into connected components of the "has
 //!   played" graph. The anchor's component is anchored at the anchor; every other
 //!   component is anchored at its first player (in table order) and its rows are marked
@@ -46,6 +47,10 @@ use crate::results::{GameRecord, write_atomic};
 
 const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
 
+/// Bound on |rating| when the prior keeps the fit finite: far above any real ladder, it
+/// only keeps a Newton step from overflowing.
+const NUMERIC_BOUND_ELO: f64 = 100_000.0;
+
 /// Settings of the rating fit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -55,7 +60,8 @@ pub struct EloOptions {
     /// Virtual draws joining two groups of players where one scored every point against
     /// the other, spread over the pairs who met across them (see the module docs).
     pub prior_draws: f64,
-    /// Bound on |rating| (only reached with `prior_draws = 0` and perfect scores).
+    /// Bound on |rating| with `prior_draws = 0`, where perfect scores would diverge
+    /// (with a prior the fit is finite and unbounded).
     pub max_abs_elo: f64,
 }
 
@@ -163,7 +169,10 @@ pub fn fit_elo(n: usize, games: &[(usize, usize, f64)], anchor: usize, opts: &El
     }
     let mut theta = vec![0.0f64; n];
     let mut stderr = vec![0.0f64; n];
-    let cap = opts.max_abs_elo * LN10_OVER_400;
+    // With the prior every rating is finite, and a long ladder can rise well past any
+    // fixed bound (a 2-hour 5x5 run passed +2000 over its first checkpoint): the bound
+    // then only guards the arithmetic. Without it perfect scores diverge, so it binds.
+    let cap = if opts.prior_draws > 0.0 { NUMERIC_BOUND_ELO } else { opts.max_abs_elo } * LN10_OVER_400;
     for members in &comps {
         // members[0] is the component's anchor.
         let free: Vec<usize> = members[1..].to_vec();

@@ -127,9 +127,9 @@ fn fast_path_matches_burn_with_input_version_2() {
 #[test]
 fn fast_path_matches_burn_on_the_shipped_models() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    // 4x4-v1 predates input versions (it reads version 1); 4x4 has the Tak feature planes
-    // and the WDL and auxiliary heads.
-    for (name, version, heads) in [("4x4-v1", 1, false), ("4x4", 2, true)] {
+    // 4x4-v1 predates input versions (it reads version 1); 4x4 and 5x5 have the Tak
+    // feature planes and the WDL and auxiliary heads.
+    for (name, version, heads) in [("4x4-v1", 1, false), ("4x4", 2, true), ("5x5", 2, true)] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         assert_eq!((meta.input_version, meta.net.input_version, model.input_version()), (version, version, version), "{name}");
         assert_eq!((meta.net.wdl, meta.net.aux), (heads, heads), "{name}");
