@@ -136,13 +136,10 @@ fn perfect_scores_stay_finite_and_disconnected_players_are_flagged() {
     assert!(empty.rows.iter().all(|r| r.elo == 0.0 && r.games == 0));
 }
 
-/// A training run's ladder: checkpoints 60 Elo apart, each playing the first checkpoint
-/// (far weaker: it loses nearly every game), a uniform baseline and its predecessor, 10
-/// games per pairing. The fit must find the rise from the middle checkpoint to the last
-/// (420 Elo); a virtual draw on every pair (BayesElo's prior) fitted about a fifth of it.
 /// A simulated training ladder: checkpoints 1.. rising `step` Elo apart from +600 over the
-/// first checkpoint (player 0), and the uniform baseline (-300), in the pairings of a run's
-/// ladder (each checkpoint meets the first, the baseline and its predecessor). Returns the
+/// first checkpoint (player 0, far weaker: it loses nearly every game), and the uniform
+/// baseline (-300), in the pairings of a run's ladder (each checkpoint meets the first,
+/// the baseline and its predecessor), 10 games per pairing (6 with the baseline). Returns the
 /// fitted and the true rise from the middle checkpoint to the last and the last one's
 /// fitted rating, averaged over seeds.
 fn fitted_ladder_rise(checkpoints: usize, step: f64) -> (f64, f64, f64) {
@@ -178,6 +175,8 @@ fn fitted_ladder_rise(checkpoints: usize, step: f64) -> (f64, f64, f64) {
     (rise, truth(last) - truth(mid), top)
 }
 
+/// Checkpoints 60 Elo apart: the fit must find the rise from the middle checkpoint to the
+/// last (420 Elo); a virtual draw on every pair (BayesElo's prior) fitted about a fifth of it.
 #[test]
 fn a_rising_ladder_is_not_compressed() {
     let (rise, true_rise, _) = fitted_ladder_rise(15, 60.0);
@@ -187,14 +186,14 @@ fn a_rising_ladder_is_not_compressed() {
 #[test]
 fn a_ladder_rising_past_2000_is_not_clamped() {
     // The 5x5 run's ladder passed +2000 over its first checkpoint, where a fixed bound on
-    // the ratings flattened its top (the last two checkpoints both at +2000.0).
-    // The last checkpoint is truly at +3850. Its level above the first checkpoint, which
-    // loses every game to the later ones, rests on the prior; the rise above the middle
-    // checkpoint is measured by the games and must come out whole.
+    // the ratings flattened its top (the last two checkpoints both at +2000.0). Here the
+    // last checkpoint is truly at +3850 (the old bound fitted 1974). Its level above the
+    // first checkpoint, which loses every game to the later ones, rests on the prior; the
+    // rise above the middle checkpoint is measured by the games. At 250 Elo a step
+    // (neighbours score about 80 %, some links go 10-0) the fit recovers about four fifths
+    // of that rise (1379 of 1750 over these seeds).
     let (rise, true_rise, top) = fitted_ladder_rise(15, 250.0);
     assert!(top > 2200.0, "last checkpoint fitted at {top:.0}");
-    // At 250 Elo a step (neighbours score about 80 %, some links go 10-0) the fit
-    // recovers about four fifths of the rise (1379 of 1750 over these seeds).
     assert!(rise > 0.7 * true_rise && rise < 1.2 * true_rise, "fitted rise {rise:.0}, true {true_rise}");
 }
 
