@@ -29,6 +29,11 @@ pub struct TrainArgs {
     /// No progress bars.
     #[arg(long)]
     quiet: bool,
+    /// Start a new run from this trained model (`.bredon` file or checkpoint directory)
+    /// instead of random weights: fresh optimiser, steps (and the LR schedule) continuing
+    /// from the model's. Needs the same architecture and komi as the config.
+    #[arg(long, value_name = "MODEL")]
+    init_from: Option<PathBuf>,
 }
 
 /// Arguments of `bredon selfplay`.
@@ -100,7 +105,12 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
             });
             hook
         });
-    let opts = TrainOptions { external_selfplay: args.external_selfplay, quiet: args.quiet, after_checkpoint };
+    let opts = TrainOptions {
+        external_selfplay: args.external_selfplay,
+        quiet: args.quiet,
+        after_checkpoint,
+        init_from: args.init_from.clone(),
+    };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;
     eprintln!(

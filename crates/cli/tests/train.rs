@@ -315,3 +315,87 @@ fn exported_model_plays_and_analyses() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a Bredon model file"));
 }
+
+/// `--init-from` starts a new run from a trained model: `gen-0000` holds exactly its
+/// weights, the steps continue from its step, and the source is recorded; a model of
+/// another architecture is a clear error that creates no checkpoint.
+#[test]
+fn a_run_starts_from_a_trained_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path(), 1);
+    let first = dir.path().join("first");
+    checked(&mut train(&config, &first, &[]));
+    let file = dir.path().join("m.bredon");
+    checked(
+        bredon()
+            .args(["export", "--run"])
+            .arg(&first)
+            .arg("-o")
+            .arg(&file),
+    );
+    let json = |p: PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+    };
+    let source_step = json(first.join("checkpoints/gen-0001/state.json"))["step"]
+        .as_u64()
+        .unwrap();
+    assert!(source_step > 0);
+
+    let second = dir.path().join("second");
+    checked(train(&config, &second, &["--init-from"]).arg(&file));
+    // The same weights judge a game's positions the same (burn's files carry parameter
+    // ids, so their bytes differ).
+    let game = dir.path().join("g.ptn");
+    std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n3. c2 b3\n").unwrap();
+    let analyse = |model: PathBuf| {
+        checked(
+            bredon()
+                .arg("analyse")
+                .arg(&game)
+                .arg("--model")
+                .arg(model)
+                .args(["--visits", "30"]),
+        )
+    };
+    let start = analyse(second.join("checkpoints/gen-0000"));
+    assert_eq!(
+        start,
+        analyse(file.clone()),
+        "gen-0000 holds the model's weights"
+    );
+    assert_ne!(
+        start,
+        analyse(first.join("checkpoints/gen-0000")),
+        "the analysis tells weights apart"
+    );
+    assert_eq!(
+        json(second.join("checkpoints/gen-0000/state.json"))["step"].as_u64(),
+        Some(source_step)
+    );
+    let after = json(second.join("checkpoints/gen-0001/state.json"))["step"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        after > source_step,
+        "steps continue from the model's: {after} after {source_step}"
+    );
+    let init = json(second.join("init.json"));
+    assert_eq!(init["step"].as_u64(), Some(source_step));
+    assert_eq!(init["generation"].as_u64(), Some(1));
+
+    // Another architecture: refused before anything is written.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("channels = 16", "channels = 24");
+    let wider = dir.path().join("wider.toml");
+    std::fs::write(&wider, text).unwrap();
+    let third = dir.path().join("third");
+    let out = train(&wider, &third, &["--init-from"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("b1c16") && err.contains("b1c24"), "{err}");
+    assert!(!third.join("latest").exists() && !third.join("checkpoints/gen-0000").exists());
+}

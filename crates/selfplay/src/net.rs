@@ -71,6 +71,29 @@ impl Learner {
         Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 })
     }
 
+    /// Starts from the weights of a trained model (a checkpoint directory or an exported
+    /// `.bredon` file, checksums verified) with a fresh optimiser: the network must be the
+    /// run's architecture and komi. Returns the model's metadata too (its step and
+    /// generation in the run that trained it).
+    pub fn from_model_file(cfg: &RunConfig, path: &Path) -> Result<(Learner, ModelMeta)> {
+        let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
+        let net = net_config(cfg);
+        if meta.net != net {
+            anyhow::bail!("{} is a {} network, the config asks for {}", path.display(), meta.net.name(), net.name());
+        }
+        if meta.half_komi != cfg.game.half_komi() {
+            anyhow::bail!(
+                "{} was trained with komi {}, the config asks for {}",
+                path.display(),
+                meta.half_komi as f64 / 2.0,
+                cfg.game.half_komi() as f64 / 2.0
+            );
+        }
+        let trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
+        let learner = Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 };
+        Ok((learner, meta))
+    }
+
     /// Writes the model, its metadata and the optimiser state into `dir` (atomically).
     pub fn save(&self, dir: &Path, step: u64, generation: u32) -> Result<()> {
         let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);

@@ -50,6 +50,11 @@ pub struct TrainOptions {
     /// Runs for every new checkpoint before `latest` moves to it (see [`CheckpointHook`]);
     /// an error is reported and training goes on.
     pub after_checkpoint: Option<CheckpointHook>,
+    /// A new run starts from this trained model's weights (checkpoint directory or
+    /// `.bredon` export) instead of random ones: `gen-0000` holds them, the optimiser
+    /// starts fresh and the step counter (so the LR schedule) continues from the model's
+    /// step. Recorded in `<run>/init.json`; ignored (with a warning) by a run that exists.
+    pub init_from: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for TrainOptions {
@@ -58,12 +63,24 @@ impl std::fmt::Debug for TrainOptions {
             .field("external_selfplay", &self.external_selfplay)
             .field("quiet", &self.quiet)
             .field("after_checkpoint", &self.after_checkpoint.is_some())
+            .field("init_from", &self.init_from)
             .finish()
     }
 }
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+/// Where a run's `gen-0000` weights came from (`<run>/init.json`, with `--init-from`).
+#[derive(Clone, Debug, Serialize)]
+struct InitRecord {
+    /// The model file or checkpoint directory given.
+    source: String,
+    /// Its optimiser step in the run that trained it (this run's steps continue from it).
+    step: u64,
+    /// Its generation in that run.
+    generation: u32,
 }
 
 /// One generation's summary (also a line of `logs/generations.jsonl`).
@@ -216,6 +233,13 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
     // Load or create the current checkpoint.
     let (mut learner, mut state) = match run.latest()? {
         Some(name) => {
+            if let Some(init) = &opts.init_from {
+                eprintln!(
+                    "warning: {} exists already; --init-from {} applies only to a new run",
+                    run.root().display(),
+                    init.display()
+                );
+            }
             let state = run.read_state(&name)?;
             let learner = Learner::load(cfg, &run.checkpoint_dir(&name))
                 .with_context(|| format!("loading checkpoint {name}"))?;
@@ -223,16 +247,26 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
             (learner, state)
         }
         None => {
-            let learner = Learner::new(cfg, cfg.schedule.seed)?;
+            let (learner, step) = match &opts.init_from {
+                Some(path) => {
+                    let (learner, meta) = Learner::from_model_file(cfg, path)
+                        .with_context(|| format!("initialising the run from {}", path.display()))?;
+                    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation };
+                    atomic_write(&run.root().join("init.json"), serde_json::to_string_pretty(&init)?.as_bytes())?;
+                    eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
+                    (learner, meta.step)
+                }
+                None => (Learner::new(cfg, cfg.schedule.seed)?, 0),
+            };
             let state = TrainState {
                 generation: 0,
-                step: 0,
+                step,
                 samples_trained: 0,
                 rng: ChaCha8Rng::seed_from_u64(cfg.schedule.seed ^ 0x5EED),
                 elapsed_secs: 0.0,
             };
             let name = RunDir::model_name(0);
-            learner.save(&run.checkpoint_dir(&name), 0, 0)?;
+            learner.save(&run.checkpoint_dir(&name), step, 0)?;
             run.write_state(&name, &state)?;
             run.set_latest(&name)?;
             eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
