@@ -313,9 +313,11 @@ fn write_curves(run: &RunDir, table: &RatingsTable, checkpoints: &[String], base
     let mut max_minutes = 0.0f64;
     let mut tb = TbLogger::open(&run.tensorboard_dir().join("arena"));
     let mut csv = String::from("name,generation,step,minutes,elo,lo95,hi95\n");
+    // A run started from a trained model (`--init-from`) counts that model's minutes too.
+    let before = run.init_record()?.and_then(|r| r.minutes).unwrap_or(0.0);
     for name in checkpoints {
         let (Some(row), Ok(state)) = (table.get(name), run.read_state(name)) else { continue };
-        let minutes = state.elapsed_secs / 60.0;
+        let minutes = before + state.elapsed_secs / 60.0;
         max_minutes = max_minutes.max(minutes);
         points.push(EloPoint { x: minutes, elo: row.elo, lo: row.lo, hi: row.hi, label: "checkpoints".into() });
         tb.scalars(state.step, &[("arena/elo", row.elo), ("arena/elo_lo", row.lo), ("arena/elo_hi", row.hi)]);
@@ -327,14 +329,18 @@ fn write_curves(run: &RunDir, table: &RatingsTable, checkpoints: &[String], base
     tb.close();
     for name in baselines {
         if let Some(row) = table.get(name) {
-            for x in [0.0, max_minutes] {
+            for x in [before, max_minutes] {
                 points.push(EloPoint { x, elo: row.elo, lo: row.lo, hi: row.hi, label: name.clone() });
             }
         }
     }
     let path = run.arena_dir().join("elo.svg");
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    plot_elo(&points, &format!("minutes of training (wall clock; this machine has {cores} cores)"), &path)?;
+    let mut x_desc = format!("minutes of training (wall clock; this machine has {cores} cores)");
+    if before > 0.0 {
+        x_desc = format!("minutes of training, {before:.0} of them before gen-0000 (wall clock; {cores} cores)");
+    }
+    plot_elo(&points, &x_desc, &path)?;
     write_atomic(&run.arena_dir().join("elo-curve.csv"), csv.as_bytes())?;
     eprintln!("wrote {} and elo-curve.csv", path.display());
     Ok(())
@@ -343,6 +349,24 @@ fn write_curves(run: &RunDir, table: &RatingsTable, checkpoints: &[String], base
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The match configs in `experiments/` (those without a `[game]` table, which training
+    /// configs have) load as `bredon arena --config` reads them.
+    #[test]
+    fn experiment_match_configs_load() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut loaded = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if path.extension().is_some_and(|e| e == "toml") && !text.contains("[game]") {
+                let cfg: MatchConfig = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!((3..=8).contains(&cfg.size), "{}", path.display());
+                loaded.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        assert!(loaded.iter().any(|n| n == "clock-5x5.toml") && loaded.len() >= 4, "{loaded:?}");
+    }
 
     #[test]
     fn picks_first_spaced_and_newest() {

@@ -34,6 +34,11 @@ pub struct TrainArgs {
     /// from the model's. Needs the same architecture and komi as the config.
     #[arg(long, value_name = "MODEL")]
     init_from: Option<PathBuf>,
+    /// Minutes of training behind the --init-from model, so that the run's Elo curve
+    /// counts the whole training time (default: read from a checkpoint directory's
+    /// state.json; unknown for an export).
+    #[arg(long, value_name = "MINUTES", requires = "init_from")]
+    init_minutes: Option<f64>,
 }
 
 /// Arguments of `bredon selfplay`.
@@ -110,6 +115,7 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
         quiet: args.quiet,
         after_checkpoint,
         init_from: args.init_from.clone(),
+        init_minutes: args.init_minutes,
     };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;

@@ -342,7 +342,7 @@ fn a_run_starts_from_a_trained_model() {
     assert!(source_step > 0);
 
     let second = dir.path().join("second");
-    checked(train(&config, &second, &["--init-from"]).arg(&file));
+    checked(train(&config, &second, &["--init-minutes", "7.5", "--init-from"]).arg(&file));
     // The same weights judge a game's positions the same (burn's files carry parameter
     // ids, so their bytes differ).
     let game = dir.path().join("g.ptn");
@@ -382,6 +382,18 @@ fn a_run_starts_from_a_trained_model() {
     let init = json(second.join("init.json"));
     assert_eq!(init["step"].as_u64(), Some(source_step));
     assert_eq!(init["generation"].as_u64(), Some(1));
+    assert_eq!(init["minutes"].as_f64(), Some(7.5));
+    // The run's Elo curve counts the model's minutes of training.
+    checked(bredon().args(["arena", "--games", "2", "--visits", "8", "--every", "1", "--run"]).arg(&second));
+    let csv = std::fs::read_to_string(second.join("arena/elo-curve.csv")).unwrap();
+    let minutes: Vec<f64> = csv.lines().skip(1).map(|l| l.split(',').nth(3).unwrap().parse().unwrap()).collect();
+    assert_eq!(minutes.len(), 2, "{csv}");
+    assert!(minutes[0] == 7.5 && minutes[1] > 7.5, "{csv}");
+    // From a checkpoint directory, the minutes come from its state.json.
+    let fourth = dir.path().join("fourth");
+    checked(train(&config, &fourth, &["--init-from"]).arg(first.join("checkpoints/gen-0001")));
+    let secs = json(first.join("checkpoints/gen-0001/state.json"))["elapsed_secs"].as_f64().unwrap();
+    assert_eq!(json(fourth.join("init.json"))["minutes"].as_f64(), Some(secs / 60.0));
 
     // Another architecture: refused before anything is written.
     let text = std::fs::read_to_string(&config)

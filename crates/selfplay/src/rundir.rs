@@ -3,6 +3,7 @@
 //! ```text
 //! <run>/
 //!   config.toml            the run's configuration (copied at creation, read on resume)
+//!   init.json              with `--init-from`: the trained model gen-0000 started from
 //!   latest                 name of the newest complete checkpoint (written last)
 //!   train.lock             held (advisory lock) by the one `train` process of the run
 //!   checkpoints/gen-0003/  model.bpk, model.json, optimizer.bpk, state.json
@@ -26,6 +27,22 @@ pub const OPTIMIZER_CRC_FIELD: &str = "optimizer_crc32c";
 #[derive(Clone, Debug)]
 pub struct RunDir {
     root: PathBuf,
+}
+
+/// Where a run's `gen-0000` weights came from (`<run>/init.json`, written when a run is
+/// created with `--init-from`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InitRecord {
+    /// The model file or checkpoint directory given.
+    pub source: String,
+    /// Its optimiser step in the run that trained it (this run's steps continue from it).
+    pub step: u64,
+    /// Its generation in that run.
+    pub generation: u32,
+    /// Minutes of training behind it, when known (`--init-minutes`, or the source
+    /// checkpoint's `state.json`): the run's Elo curve counts its minutes from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<f64>,
 }
 
 /// Training state saved with every checkpoint (everything needed to continue exactly).
@@ -57,6 +74,22 @@ impl RunDir {
     /// `config.toml`.
     pub fn config_path(&self) -> PathBuf {
         self.root.join("config.toml")
+    }
+
+    /// `init.json` (see [`InitRecord`]).
+    pub fn init_path(&self) -> PathBuf {
+        self.root.join("init.json")
+    }
+
+    /// The run's [`InitRecord`], if it was started from a trained model.
+    pub fn init_record(&self) -> Result<Option<InitRecord>> {
+        let p = self.init_path();
+        if !p.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let rec = serde_json::from_str(&text).with_context(|| format!("{} is not a valid init record", p.display()))?;
+        Ok(Some(rec))
     }
 
     /// `games/`.

@@ -29,7 +29,7 @@ use crate::config::RunConfig;
 use crate::fsutil::atomic_write;
 use crate::net::Learner;
 use crate::replay::count_games;
-use crate::rundir::{RunDir, RunLock, TrainState};
+use crate::rundir::{InitRecord, RunDir, RunLock, TrainState, read_state_file};
 use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
@@ -55,6 +55,9 @@ pub struct TrainOptions {
     /// starts fresh and the step counter (so the LR schedule) continues from the model's
     /// step. Recorded in `<run>/init.json`; ignored (with a warning) by a run that exists.
     pub init_from: Option<std::path::PathBuf>,
+    /// Minutes of training behind the `init_from` model, for the run's Elo curve (default:
+    /// the source checkpoint directory's `state.json`; unknown for an export).
+    pub init_minutes: Option<f64>,
 }
 
 impl std::fmt::Debug for TrainOptions {
@@ -64,23 +67,13 @@ impl std::fmt::Debug for TrainOptions {
             .field("quiet", &self.quiet)
             .field("after_checkpoint", &self.after_checkpoint.is_some())
             .field("init_from", &self.init_from)
+            .field("init_minutes", &self.init_minutes)
             .finish()
     }
 }
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
-}
-
-/// Where a run's `gen-0000` weights came from (`<run>/init.json`, with `--init-from`).
-#[derive(Clone, Debug, Serialize)]
-struct InitRecord {
-    /// The model file or checkpoint directory given.
-    source: String,
-    /// Its optimiser step in the run that trained it (this run's steps continue from it).
-    step: u64,
-    /// Its generation in that run.
-    generation: u32,
 }
 
 /// One generation's summary (also a line of `logs/generations.jsonl`).
@@ -249,10 +242,20 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
         None => {
             let (learner, step) = match &opts.init_from {
                 Some(path) => {
+                    if let Some(m) = opts.init_minutes
+                        && !(m.is_finite() && m >= 0.0)
+                    {
+                        bail!("--init-minutes must be a number of minutes, 0 or more (got {m})");
+                    }
                     let (learner, meta) = Learner::from_model_file(cfg, path)
                         .with_context(|| format!("initialising the run from {}", path.display()))?;
-                    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation };
-                    atomic_write(&run.root().join("init.json"), serde_json::to_string_pretty(&init)?.as_bytes())?;
+                    let minutes = match opts.init_minutes {
+                        Some(m) => Some(m),
+                        None if path.join("state.json").is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
+                        None => None,
+                    };
+                    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
+                    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init)?.as_bytes())?;
                     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
                     (learner, meta.step)
                 }
