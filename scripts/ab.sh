@@ -16,6 +16,7 @@ minutes=${4:-20}
 games=${5:-200}
 movetime=${6:-100}
 bredon=${BREDON:-target/release/bredon}
+source "$(dirname "$0")/openings.sh"
 [ -x "$bredon" ] || cargo build --release --bin bredon
 out=experiments/runs/$name
 mkdir -p "$out"
@@ -30,20 +31,6 @@ for side in ${AB_SIDES:-a b}; do
   "$bredon" export --run "$out/$side" -o "$out/$side.bredon"
 done
 
-# Openings: the balanced 4-ply ones a strong engine chose (../shared/data/openings, 5x5
-# and 6x6), else random 2-ply ones.
-balanced=../shared/data/openings/${size}s_4ply_balanced_openings.txt
-if [ -f "$balanced" ]; then
-  openings="kind = \"file\"
-path = \"$balanced\"
-count = $(( games / 2 ))
-shuffle_seed = 7"
-else
-  openings="kind = \"random\"
-plies = 2
-count = $(( games / 2 ))
-seed = 7"
-fi
 cat > "$out/match.toml" <<TOML
 size = $size
 half_komi = ${half_komi:-0}
@@ -51,7 +38,7 @@ movetime_ms = $movetime
 games_per_pairing = $games
 max_plies = 300
 [openings]
-$openings
+$(openings_toml "$size" $(( games / 2 )) 7)
 TOML
 "$bredon" arena --out "$out/match" --config "$out/match.toml" \
   --player "checkpoint:$out/a.bredon;name=A" --player "checkpoint:$out/b.bredon;name=B"
