@@ -45,7 +45,7 @@ pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
 pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 pub use openings::{Opening, OpeningsConfig, load_openings};
 pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
-pub use plot::{EloPoint, plot_elo, render_elo_svg};
+pub use plot::{EloPoint, parse_elo_curve, plot_elo, render_elo_svg};
 pub use results::{GameRecord, append_record, load_records, write_atomic};
 pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};
 pub use spec::{Entrant, PlayerFactory, PlayerSpec, SearchSettings};

@@ -116,3 +116,59 @@ pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> anyhow::Result<Strin
     }
     Ok(svg)
 }
+
+/// Reads an Elo curve table (`<run>/arena/elo-curve.csv` as `bredon arena --run` writes
+/// it, or `scripts/join-curves.py`'s output: a header naming the columns, among them
+/// `elo`, `lo95`, `hi95` and `x_column`) into points of the series `label`. A `part`
+/// column splits the table into the series "`label` part N". Errors name the line.
+pub fn parse_elo_curve(text: &str, label: &str, x_column: &str) -> anyhow::Result<Vec<EloPoint>> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| anyhow!("empty table: no header line"))?;
+    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
+    let find = |name: &str| {
+        columns.iter().position(|c| *c == name).ok_or_else(|| anyhow!("line 1: no `{name}` column (columns: {header})"))
+    };
+    let (x, elo, lo, hi) = (find(x_column)?, find("elo")?, find("lo95")?, find("hi95")?);
+    let part = columns.iter().position(|c| *c == "part");
+    let mut points = Vec::new();
+    for (i, line) in lines {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != columns.len() {
+            return Err(anyhow!("line {}: {} fields, the header has {}", i + 1, fields.len(), columns.len()));
+        }
+        let number = |k: usize| {
+            fields[k]
+                .parse::<f64>()
+                .map_err(|_| anyhow!("line {}: `{}` is not a number ({})", i + 1, fields[k], columns[k]))
+        };
+        let label = match part {
+            Some(k) => format!("{label} part {}", fields[k]),
+            None => label.to_string(),
+        };
+        points.push(EloPoint { x: number(x)?, elo: number(elo)?, lo: number(lo)?, hi: number(hi)?, label });
+    }
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_curve_tables_and_names_bad_lines() {
+        let text = "name,generation,step,minutes,elo,lo95,hi95\ngen-0000,0,0,0.00,0.0,0.0,0.0\ngen-0020,20,400,9.50,310.5,250.0,371.0\n";
+        let pts = parse_elo_curve(text, "5x5", "minutes").unwrap();
+        assert_eq!(pts.len(), 2);
+        assert_eq!((pts[1].x, pts[1].elo, pts[1].lo, pts[1].hi), (9.5, 310.5, 250.0, 371.0));
+        assert!(pts.iter().all(|p| p.label == "5x5"));
+        assert_eq!(parse_elo_curve(text, "5x5", "step").unwrap()[1].x, 400.0);
+        let joined = "name,generation,step,minutes,elo,lo95,hi95,part\ng0,0,0,0,0,0,0,1\ng9,9,90,60,500,450,550,2\n";
+        let labels: Vec<String> = parse_elo_curve(joined, "j", "minutes").unwrap().into_iter().map(|p| p.label).collect();
+        assert_eq!(labels, ["j part 1", "j part 2"]);
+        let err = parse_elo_curve("name,minutes,elo,lo95,hi95\na,1,2,3,4\nb,x,2,3,4\n", "c", "minutes").unwrap_err();
+        assert!(err.to_string().contains("line 3") && err.to_string().contains("`x`"), "{err}");
+        let err = parse_elo_curve("name,elo,lo95,hi95\n", "c", "minutes").unwrap_err();
+        assert!(err.to_string().contains("`minutes`"), "{err}");
+        assert!(parse_elo_curve("a,minutes,elo,lo95,hi95\nb,1,2\n", "c", "minutes").unwrap_err().to_string().contains("line 2"));
+    }
+}

@@ -8,6 +8,7 @@ mod export_cmd;
 mod model_arg;
 mod perft_cmd;
 mod play_cmd;
+mod plot_cmd;
 mod ptn_cmd;
 mod tactics_cmd;
 mod tei_cmd;
@@ -47,6 +48,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Play matches between checkpoints, baselines and TEI engines; Elo ratings and plots.
     Arena(arena_cmd::ArenaArgs),
+    /// Draw Elo curve tables (`<run>/arena/elo-curve.csv`) as one SVG chart.
+    Plot(plot_cmd::PlotArgs),
     /// Measure network and self-play throughput.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
@@ -75,6 +78,7 @@ fn main() {
         Command::Selfplay(args) => train_cmd::run_selfplay(args),
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args),
+        Command::Plot(args) => plot_cmd::run(args),
         Command::Bench(cmd) => bench_cmd::run(cmd, cli.inference),
         Command::Check(args) => check_cmd::run(args),
     };

@@ -396,6 +396,15 @@ fn a_run_starts_from_a_trained_model() {
         / 60.0;
     assert_eq!(minutes[0], 7.5, "{csv}");
     assert!((minutes[1] - (7.5 + own)).abs() < 0.006, "{csv}: own minutes {own}");
+    // `bredon plot` draws such tables; a malformed one is an error naming its line.
+    let svg = dir.path().join("curve.svg");
+    checked(bredon().arg("plot").arg(second.join("arena/elo-curve.csv")).arg("-o").arg(&svg));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg") && drawn.contains("elo-curve"), "the series is named after its file");
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, csv.replacen("gen-0001,1,", "gen-0001,1,x,", 1)).unwrap();
+    let out = bredon().arg("plot").arg(&bad).arg("-o").arg(&svg).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 3"));
     // From a checkpoint directory, the minutes come from its state.json.
     let fourth = dir.path().join("fourth");
     checked(train(&config, &fourth, &["--init-from"]).arg(first.join("checkpoints/gen-0001")));

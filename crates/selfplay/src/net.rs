@@ -46,10 +46,17 @@ pub fn net_config(cfg: &RunConfig) -> NetConfig {
 }
 
 impl Learner {
+    /// The learner of `net` (the run's architecture) trained by `trainer`, with the run's
+    /// komi, inference and value-target settings.
+    fn with_trainer(cfg: &RunConfig, net: NetConfig, trainer: Trainer) -> Learner {
+        Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 }
+    }
+
     /// A new random network for the run.
     pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
         let net = net_config(cfg);
-        Ok(Learner { trainer: Trainer::new(&net, optimizer_settings(cfg), seed)?, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 })
+        let trainer = Trainer::new(&net, optimizer_settings(cfg), seed)?;
+        Ok(Learner::with_trainer(cfg, net, trainer))
     }
 
     /// Loads a checkpoint directory (model and, if present, optimiser state), verifying
@@ -68,7 +75,7 @@ impl Learner {
             check_crc(&bytes, expected, &opt).context("delete this checkpoint or restore it from a copy")?;
             trainer.load_optimizer(&opt)?;
         }
-        Ok(Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 })
+        Ok(Learner::with_trainer(cfg, net, trainer))
     }
 
     /// Starts from the weights of a trained model (a checkpoint directory or an exported
@@ -90,7 +97,7 @@ impl Learner {
             );
         }
         let trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
-        let learner = Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 };
+        let learner = Learner::with_trainer(cfg, net, trainer);
         Ok((learner, meta))
     }
 
