@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Prints a run's logs/generations.jsonl as a table (every K-th generation with an
-evaluation), for reports.  Usage: scripts/generations-table.py RUN_DIR [EVERY]"""
+evaluation; EVERY = 0: every generation), for reports.
+Usage: scripts/generations-table.py RUN_DIR [EVERY]"""
 import json
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ print(f"{'gen':>4} {'step':>6} {'loss p':>7} {'loss v':>7} {'plies':>6} {'W/B/D 
 last = None
 for r in rows:
     evals = dict((name, score) for name, score in r.get("eval", []))
-    if not evals:
+    if not evals and every > 0:
         continue
     if last is not None and r["generation"] - last < every and r is not rows[-1]:
         continue
