@@ -92,7 +92,13 @@ fn assert_exits_cleanly(child: &mut Child, tenths: u32, when: &str) {
 
 #[test]
 fn two_engines_play_a_full_game_through_tei() {
-    let mut engines = [Engine::start(&["--seed", "1"]), Engine::start(&["--seed", "2"])];
+    // The shipped 5x5 network plays: two uniform-evaluator engines shuffle stacks for
+    // hundreds of plies when a loaded machine gives them few nodes per move.
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../checkpoints/shipped/5x5.bredon");
+    let mut engines = [
+        Engine::start(&["--model", model, "--seed", "1"]),
+        Engine::start(&["--model", model, "--seed", "2"]),
+    ];
     for e in &mut engines {
         let lines = e.handshake();
         assert!(lines[0].starts_with("id name Bredon"), "{lines:?}");
@@ -125,6 +131,7 @@ fn two_engines_play_a_full_game_through_tei() {
         moves.push(text);
     }
     assert!(pos.result().is_some());
+    eprintln!("game over after {} plies: {:?}", moves.len(), pos.result());
     for e in engines {
         e.quit();
     }
