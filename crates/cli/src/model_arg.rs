@@ -4,7 +4,8 @@ use anyhow::{Result, bail};
 use bredon_mcts::{Evaluator, UniformEvaluator};
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::{NetEvaluator, load_exported};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A loaded player brain: the evaluator and, for a network, its metadata.
@@ -28,4 +29,75 @@ pub fn load(path: Option<&Path>, size: Option<usize>) -> Result<LoadedModel> {
         bail!("{} is a {}x{} model, not {s}x{s}", path.display(), meta.size, meta.size);
     }
     Ok(LoadedModel { evaluator: Arc::new(NetEvaluator::new(model, meta.size)), meta: Some(meta) })
+}
+
+/// Environment variable naming the directory of `NxN.bredon` models that `bredon tei`
+/// plays with when it is given no `--model` (instead of the shipped ones).
+pub const MODEL_DIR_ENV: &str = "BREDON_MODEL_DIR";
+
+/// Board sizes the rules support, and so the sizes a model set can hold.
+const SIZES: std::ops::RangeInclusive<usize> = 3..=8;
+
+/// Directories searched, in order, for `NxN.bredon` when no model is named: only
+/// `$BREDON_MODEL_DIR` when it is set; else `checkpoints/shipped` under the working
+/// directory, under the repository that holds the executable (`target/release/bredon`),
+/// and under the source tree the executable was built from.
+pub fn default_model_dirs() -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os(MODEL_DIR_ENV) {
+        return vec![PathBuf::from(d)];
+    }
+    let mut dirs = vec![PathBuf::from("checkpoints/shipped")];
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(repo) = exe.parent().and_then(Path::parent).and_then(Path::parent)
+    {
+        dirs.push(repo.join("checkpoints/shipped"));
+    }
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped"));
+    dirs
+}
+
+/// Networks by board size, for an engine that plays games of several sizes (a TEI engine
+/// told the size by `teinewgame`).
+#[derive(Default)]
+pub struct ModelSet {
+    by_size: BTreeMap<usize, (PathBuf, LoadedModel)>,
+}
+
+impl ModelSet {
+    /// Loads each file; two models for the same board size are an error.
+    pub fn load(paths: &[PathBuf]) -> Result<ModelSet> {
+        let mut set = ModelSet::default();
+        for path in paths {
+            let model = load(Some(path), None)?;
+            let size = model.meta.as_ref().map(|m| m.size).expect("a loaded network has metadata");
+            if let Some((other, _)) = set.by_size.get(&size) {
+                bail!("two {size}x{size} models: {} and {}", other.display(), path.display());
+            }
+            set.by_size.insert(size, (path.clone(), model));
+        }
+        Ok(set)
+    }
+
+    /// For each board size, `NxN.bredon` from the first of `dirs` that has one.
+    pub fn find(dirs: &[PathBuf]) -> Result<ModelSet> {
+        let paths: Vec<PathBuf> = SIZES
+            .filter_map(|n| dirs.iter().map(|d| d.join(format!("{n}x{n}.bredon"))).find(|p| p.is_file()))
+            .collect();
+        ModelSet::load(&paths)
+    }
+
+    /// The model for `size` and the file it came from.
+    pub fn get(&self, size: usize) -> Option<&(PathBuf, LoadedModel)> {
+        self.by_size.get(&size)
+    }
+
+    /// The board sizes that have a model, smallest first.
+    pub fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_size.keys().copied()
+    }
+
+    /// No model at all: every size is searched with the uniform evaluator.
+    pub fn is_empty(&self) -> bool {
+        self.by_size.is_empty()
+    }
 }

@@ -17,20 +17,26 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::model_arg::{self, LoadedModel};
+use crate::model_arg::{self, ModelSet};
 use crate::tei_protocol::{GoParams, StartPosition, TeiCommand, parse_command};
 
 /// Arguments of `bredon tei`.
 #[derive(clap::Args, Debug)]
 pub struct TeiArgs {
     /// Model to play with: a file written by `bredon export` or a checkpoint directory.
-    /// Without it the engine searches with the uniform evaluator (a weak baseline).
+    /// Repeat it to give one model per board size; `teinewgame N` picks the NxN one.
+    /// Without it the engine plays every size that has an `NxN.bredon` in
+    /// `$BREDON_MODEL_DIR` if set, else in `checkpoints/shipped` (the working directory's,
+    /// else the one of the repository holding the executable).
+    #[arg(long, conflicts_with = "uniform")]
+    pub model: Vec<PathBuf>,
+    /// Search with the uniform evaluator (no network, a weak baseline) on every size.
     #[arg(long)]
-    pub model: Option<PathBuf>,
+    pub uniform: bool,
     /// Visits per move for a `go` that gives no limit.
     #[arg(long, default_value_t = 800)]
     pub visits: u64,
-    /// Board size until a `teinewgame` sets one (default: the model's size, else 6).
+    /// Board size until a `teinewgame` sets one (default: the size of the only model, else 6).
     #[arg(long)]
     pub size: Option<usize>,
     /// Seed of the search's random numbers.
@@ -43,9 +49,23 @@ pub struct TeiArgs {
 
 /// Runs the TEI loop on stdin/stdout until `quit` or end of input.
 pub fn run(args: TeiArgs) -> Result<()> {
-    let model = model_arg::load(args.model.as_deref(), None)?;
+    let models = if args.uniform {
+        ModelSet::default()
+    } else if args.model.is_empty() {
+        ModelSet::find(&model_arg::default_model_dirs())?
+    } else {
+        ModelSet::load(&args.model)?
+    };
+    // On stderr: stdout is the protocol.
+    for size in models.sizes() {
+        let (path, _) = models.get(size).expect("listed size");
+        eprintln!("bredon tei: {size}x{size} games with {}", path.display());
+    }
+    if models.is_empty() {
+        eprintln!("bredon tei: no model; every size is searched with the uniform evaluator");
+    }
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let mut engine = Engine::new(model, out, args.visits, args.size, args.seed);
+    let mut engine = Engine::new(models, out, args.visits, args.size, args.seed);
     engine.set_search_threads(args.threads);
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -77,7 +97,7 @@ struct Running {
 /// The TEI engine state machine, generic over its output (stdout, or a buffer in tests).
 pub struct Engine<W: Write + Send + 'static> {
     out: Arc<Mutex<W>>,
-    model: LoadedModel,
+    models: ModelSet,
     default_visits: u64,
     size: usize,
     half_komi: i8,
@@ -91,12 +111,17 @@ pub struct Engine<W: Write + Send + 'static> {
 }
 
 impl<W: Write + Send + 'static> Engine<W> {
-    /// An engine writing to `out`.
-    pub fn new(model: LoadedModel, out: Arc<Mutex<W>>, default_visits: u64, size: Option<usize>, seed: u64) -> Self {
-        let size = size.or(model.meta.as_ref().map(|m| m.size)).unwrap_or(6);
+    /// An engine writing to `out`. The board size until a `teinewgame`: `size`, else the
+    /// size of the only model, else 6.
+    pub fn new(models: ModelSet, out: Arc<Mutex<W>>, default_visits: u64, size: Option<usize>, seed: u64) -> Self {
+        let only = {
+            let sizes: Vec<usize> = models.sizes().collect();
+            if sizes.len() == 1 { Some(sizes[0]) } else { None }
+        };
+        let size = size.or(only).unwrap_or(6);
         Engine {
             out,
-            model,
+            models,
             default_visits: default_visits.max(1),
             size,
             half_komi: 0,
@@ -146,12 +171,12 @@ impl<W: Write + Send + 'static> Engine<W> {
                 }
                 self.position = None;
                 self.tree = None;
-                if let Some(meta) = &self.model.meta
-                    && meta.size != self.size
-                {
+                if !self.models.is_empty() && self.models.get(self.size).is_none() {
+                    let have: Vec<String> = self.models.sizes().map(|n| format!("{n}x{n}")).collect();
                     self.say(&format!(
-                        "info string warning: the model is for {0}x{0}, this game is {1}x{1}; searching with the uniform evaluator",
-                        meta.size, self.size
+                        "info string warning: no {0}x{0} model (have {1}); searching with the uniform evaluator",
+                        self.size,
+                        have.join(", ")
                     ));
                 }
             }
@@ -247,9 +272,9 @@ impl<W: Write + Send + 'static> Engine<W> {
 
     /// The evaluator for the current game size.
     fn evaluator(&self) -> Arc<dyn Evaluator> {
-        match &self.model.meta {
-            Some(meta) if meta.size != self.size => Arc::new(UniformEvaluator),
-            _ => self.model.evaluator.clone(),
+        match self.models.get(self.size) {
+            Some((_, model)) => model.evaluator.clone(),
+            None => Arc::new(UniformEvaluator),
         }
     }
 
@@ -383,11 +408,11 @@ fn info_line(r: &SearchResult, size: usize, began: Instant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn engine() -> (Engine<Vec<u8>>, Arc<Mutex<Vec<u8>>>) {
         let out = Arc::new(Mutex::new(Vec::new()));
-        let model = model_arg::load(None, None).unwrap();
-        (Engine::new(model, out.clone(), 50, None, 7), out)
+        (Engine::new(ModelSet::default(), out.clone(), 50, None, 7), out)
     }
 
     fn take(out: &Arc<Mutex<Vec<u8>>>) -> Vec<String> {
@@ -525,6 +550,64 @@ mod tests {
         e.handle_line("setoption name HalfKomi value 4");
         e.handle_line("position startpos moves a1");
         assert_eq!(e.position.as_ref().unwrap().0.half_komi(), 4);
+    }
+
+    fn shipped(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped").join(name)
+    }
+
+    #[test]
+    fn teinewgame_picks_the_model_for_its_size() {
+        let models = ModelSet::load(&[shipped("5x5.bredon"), shipped("4x4.bredon")]).unwrap();
+        assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
+        let net4 = models.get(4).unwrap().1.evaluator.clone();
+        let net5 = models.get(5).unwrap().1.evaluator.clone();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut e = Engine::new(models, out.clone(), 50, None, 7);
+        assert_eq!(e.size, 6, "two models and no --size: the TEI default");
+        for (size, net) in [(4, &net4), (5, &net5), (4, &net4)] {
+            e.handle_line(&format!("teinewgame {size}"));
+            assert!(Arc::ptr_eq(&e.evaluator(), net), "{size}x{size}");
+            e.handle_line("position startpos moves a1 b2");
+            e.handle_line("go nodes 30");
+            e.finish();
+            let lines = take(&out);
+            assert!(!lines.iter().any(|l| l.contains("warning") || l.contains("error")), "{lines:?}");
+            let mv = bestmove(&lines);
+            parse_move(&mv, size).unwrap_or_else(|err| panic!("{mv}: {err}"));
+        }
+        e.handle_line("teinewgame 6");
+        assert!(!Arc::ptr_eq(&e.evaluator(), &net4) && !Arc::ptr_eq(&e.evaluator(), &net5));
+        let lines = take(&out);
+        assert!(lines.iter().any(|l| l.starts_with("info string warning: no 6x6 model (have 4x4, 5x5)")), "{lines:?}");
+    }
+
+    #[test]
+    fn one_model_sets_the_size_and_two_of_one_size_are_refused() {
+        let one = ModelSet::load(&[shipped("4x4.bredon")]).unwrap();
+        let e = Engine::new(one, Arc::new(Mutex::new(Vec::new())), 50, None, 7);
+        assert_eq!(e.size, 4);
+        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")]).err().expect("two 4x4 models");
+        assert!(err.to_string().contains("two 4x4 models"), "{err}");
+    }
+
+    #[test]
+    fn models_are_found_by_file_name_in_the_first_directory_that_has_them() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        std::fs::copy(shipped("4x4-v1.bredon"), first.path().join("4x4.bredon")).unwrap();
+        std::fs::copy(shipped("4x4.bredon"), second.path().join("4x4.bredon")).unwrap();
+        std::fs::copy(shipped("5x5.bredon"), second.path().join("5x5.bredon")).unwrap();
+        std::fs::write(second.path().join("6x6.bredon"), b"not a model").unwrap();
+        let dirs = [first.path().to_path_buf(), second.path().to_path_buf()];
+        let err = ModelSet::find(&dirs).err().expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
+        assert!(format!("{err:#}").contains("6x6.bredon"), "{err:#}");
+        std::fs::remove_file(second.path().join("6x6.bredon")).unwrap();
+        let set = ModelSet::find(&dirs).unwrap();
+        assert_eq!(set.sizes().collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(set.get(4).unwrap().0, first.path().join("4x4.bredon"));
+        assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
+        assert!(ModelSet::find(&[first.path().join("missing")]).unwrap().is_empty());
     }
 
     #[test]

@@ -17,9 +17,14 @@ struct Engine {
 
 impl Engine {
     fn start(args: &[&str]) -> Engine {
+        Engine::start_with(args, &[])
+    }
+
+    fn start_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Engine {
         let mut child = Command::new(env!("CARGO_BIN_EXE_bredon"))
             .arg("tei")
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -173,6 +178,35 @@ fn go_infinite_stops_on_stop() {
     e.send("stop");
     let lines = e.until("bestmove ");
     assert!(parse_move(&lines.last().unwrap()["bestmove ".len()..], 6).is_ok());
+    e.quit();
+}
+
+/// Without `--model` the engine plays each size with `NxN.bredon` from the model
+/// directory, and says so when a size has none.
+#[test]
+fn without_a_model_the_engine_plays_the_models_of_the_model_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    std::fs::copy(shipped.join("4x4.bredon"), dir.path().join("4x4.bredon")).unwrap();
+    let mut e = Engine::start_with(&[], &[("BREDON_MODEL_DIR", dir.path())]);
+    e.handshake();
+    e.send("teinewgame 5");
+    e.send("isready");
+    let lines = e.until("readyok");
+    assert!(lines.iter().any(|l| l.starts_with("info string warning: no 5x5 model (have 4x4)")), "{lines:?}");
+    e.send("teinewgame 4");
+    e.send("position startpos moves a1 d4");
+    e.send("go nodes 30");
+    let lines = e.until("bestmove ");
+    assert!(!lines.iter().any(|l| l.contains("warning")), "{lines:?}");
+    e.quit();
+    // `--uniform` asks for no network at all: no size lacks one, so nothing to warn of.
+    let mut e = Engine::start_with(&["--uniform"], &[("BREDON_MODEL_DIR", dir.path())]);
+    e.handshake();
+    e.send("teinewgame 5");
+    e.send("isready");
+    let lines = e.until("readyok");
+    assert!(!lines.iter().any(|l| l.contains("warning")), "{lines:?}");
     e.quit();
 }
 
