@@ -5,7 +5,9 @@
 //! kept between moves of a game when the next `position` extends the previous one.
 
 use anyhow::Result;
-use bredon_mcts::{Evaluator, ParallelSearch, SearchConfig, SearchLimits, SearchResult, UniformEvaluator, move_budget};
+use bredon_mcts::{
+    Evaluator, ParallelSearch, SearchConfig, SearchLimits, SearchResult, TimeManagement, UniformEvaluator, move_budget,
+};
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
 use rand::SeedableRng;
@@ -324,12 +326,10 @@ impl<W: Write + Send + 'static> Engine<W> {
         if let Some(ms) = params.movetime {
             limits.deadline = Some(began + Duration::from_millis(ms.saturating_sub(20).max(1)));
         }
-        let (time, inc) = match pos.side_to_move() {
-            Color::White => (params.wtime, params.winc),
-            Color::Black => (params.btime, params.binc),
-        };
-        if let Some(t) = time {
-            let budget = move_budget(&pos, t, inc.unwrap_or(0), self.config.time_management);
+        if !params.ignored.is_empty() {
+            self.say(&format!("info string warning: go: ignored {}", params.ignored.join(", ")));
+        }
+        if let Some(budget) = clock_limit(&pos, params, self.config.time_management) {
             limits.deadline = Some(limits.deadline.map_or(began + budget, |d| d.min(began + budget)));
         }
         let no_limit = limits.visits.is_none() && limits.deadline.is_none();
@@ -367,6 +367,21 @@ impl<W: Write + Send + 'static> Engine<W> {
         });
         self.running = Some(Running { stop, handle });
     }
+}
+
+/// The time for this move from the mover's clock in `params`, if it has one: the
+/// search's time management, and with `movestogo` at most nine tenths of the clock's
+/// share per move (plus three quarters of the increment).
+fn clock_limit(pos: &Position, params: &GoParams, how: TimeManagement) -> Option<Duration> {
+    let (time, inc) = match pos.side_to_move() {
+        Color::White => (params.wtime?, params.winc.unwrap_or(0)),
+        Color::Black => (params.btime?, params.binc.unwrap_or(0)),
+    };
+    let budget = move_budget(pos, time, inc, how);
+    Some(match params.movestogo {
+        Some(m) => budget.min(Duration::from_millis((time / m.max(1) * 9 / 10 + inc * 3 / 4).max(1))),
+        None => budget,
+    })
 }
 
 /// Writes one line and flushes it (a match runner reads line by line).
@@ -541,6 +556,38 @@ mod tests {
         e.handle_line("go nodes 200");
         e.finish();
         assert_eq!(bestmove(&take(&out)), "d1");
+    }
+
+    #[test]
+    fn a_go_with_parameters_the_engine_does_not_use_still_answers() {
+        let (mut e, out) = engine();
+        e.handle_line("teinewgame 4");
+        e.handle_line("position startpos moves a1 d4");
+        e.handle_line("go depth 7 ponder nodes 20");
+        e.finish();
+        let lines = take(&out);
+        assert!(lines.iter().any(|l| l == "info string warning: go: ignored depth 7, ponder"), "{lines:?}");
+        parse_move(&bestmove(&lines), 4).unwrap();
+    }
+
+    #[test]
+    fn the_clock_limit_is_the_movers_and_movestogo_shortens_it() {
+        let pos = Position::new(5).unwrap();
+        let go = |line: &str| match parse_command(line).unwrap() {
+            Some(TeiCommand::Go(p)) => p,
+            other => panic!("{other:?}"),
+        };
+        let fixed = TimeManagement::Fixed;
+        assert_eq!(clock_limit(&pos, &go("go movetime 100"), fixed), None);
+        assert_eq!(clock_limit(&pos, &go("go btime 10000"), fixed), None, "white to move, only black's clock");
+        let plain = clock_limit(&pos, &go("go wtime 10000 btime 10 winc 100"), fixed).unwrap();
+        assert_eq!(plain, move_budget(&pos, 10_000, 100, fixed));
+        // 40 moves to go: a fortieth of the clock, less than the usual twentieth.
+        let forty = clock_limit(&pos, &go("go wtime 10000 btime 10 winc 100 movestogo 40"), fixed).unwrap();
+        assert_eq!(forty, Duration::from_millis(225 + 75));
+        assert!(forty < plain);
+        // Many moves to go never lengthen the usual budget.
+        assert_eq!(clock_limit(&pos, &go("go wtime 10000 winc 100 movestogo 2"), fixed).unwrap(), plain);
     }
 
     #[test]

@@ -19,8 +19,13 @@ pub struct GoParams {
     pub movetime: Option<u64>,
     /// Search this many nodes (playouts).
     pub nodes: Option<u64>,
+    /// Moves until the next time control: the clock is spread over this many moves.
+    pub movestogo: Option<u64>,
     /// Search until `stop`.
     pub infinite: bool,
+    /// Parameters the engine does not use (UCI's `depth`, `mate`, `ponder`, …): the search
+    /// goes on with the others, so a runner always gets its `bestmove`.
+    pub ignored: Vec<String>,
 }
 
 /// The start of a `position` command.
@@ -136,6 +141,14 @@ pub fn parse_command(line: &str) -> Result<Option<TeiCommand>, TeiParseError> {
                     i += 1;
                     continue;
                 }
+                if !matches!(key, "wtime" | "btime" | "winc" | "binc" | "movetime" | "nodes" | "movestogo") {
+                    // An unknown parameter with its value, if a number follows it.
+                    let with_value = rest.get(i + 1).is_some_and(|v| v.parse::<i64>().is_ok());
+                    let words = if with_value { 2 } else { 1 };
+                    p.ignored.push(rest[i..i + words].join(" "));
+                    i += words;
+                    continue;
+                }
                 let Some(v) = rest.get(i + 1) else { return err(format!("go: {key} needs a value")) };
                 let n: u64 = match v.parse::<i64>() {
                     Ok(x) => x.max(0) as u64,
@@ -148,7 +161,7 @@ pub fn parse_command(line: &str) -> Result<Option<TeiCommand>, TeiParseError> {
                     "binc" => p.binc = Some(n),
                     "movetime" => p.movetime = Some(n),
                     "nodes" => p.nodes = Some(n),
-                    _ => return err(format!("go: unknown parameter {key:?}")),
+                    _ => p.movestogo = Some(n),
                 }
                 i += 2;
             }
@@ -195,6 +208,16 @@ mod tests {
             }))
         );
         assert!(matches!(parse_command("go infinite").unwrap(), Some(TeiCommand::Go(GoParams { infinite: true, .. }))));
+        // Parameters the engine does not use are listed, not fatal: the search still runs.
+        assert_eq!(
+            parse_command("go depth 3 ponder wtime 500 movestogo 10 searchmoves").unwrap(),
+            Some(TeiCommand::Go(GoParams {
+                wtime: Some(500),
+                movestogo: Some(10),
+                ignored: vec!["depth 3".into(), "ponder".into(), "searchmoves".into()],
+                ..Default::default()
+            }))
+        );
     }
 
     #[test]
@@ -203,7 +226,6 @@ mod tests {
             ("flurb", "unknown command"),
             ("go nodes", "needs a value"),
             ("go nodes x", "not a number"),
-            ("go depth 3", "unknown parameter"),
             ("teinewgame 12", "bad board size"),
             ("position", "expected `startpos`"),
             ("position startpos a1", "expected `moves`"),
