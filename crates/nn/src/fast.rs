@@ -513,6 +513,8 @@ struct Scratch {
     val: Vec<f32>,
     /// Value hidden layer, `[position][hidden]`.
     hid: Vec<f32>,
+    /// Convolutional policy head's logits, `[position][square][3 + 4P]`.
+    plog: Vec<f32>,
     /// Row offsets (floats) of each (position, square) in `x`.
     rows_x: Vec<usize>,
     /// ... in `h` and `y`.
@@ -524,6 +526,17 @@ struct Scratch {
     rows_val: Vec<usize>,
     rows_logits: Vec<usize>,
     rows_hid: Vec<usize>,
+    /// Row offsets of each (position, square) in `pol` and in `plog`.
+    rows_pix_pol: Vec<usize>,
+    rows_pix_log: Vec<usize>,
+}
+
+/// The policy head's last layer in fast form.
+enum PolicyOut {
+    /// Dense: all features of a position to its logits.
+    Dense(Packed),
+    /// 1x1 convolution: each square's features to the logits of the moves from it.
+    Conv(Packed),
 }
 
 /// The network in inference form for the fast path. Cheap to share (`&self` forward);
@@ -536,7 +549,7 @@ pub struct FastNet {
     blocks: Vec<(Packed, Packed)>,
     /// Policy and value 1x1 convolutions as one layer (policy filters first).
     head: Packed,
-    policy_fc: Packed,
+    policy: PolicyOut,
     value_fc1: Packed,
     /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
     value_fc2: Vec<f32>,
@@ -586,7 +599,13 @@ impl FastNet {
             stem: Packed::conv3(isa, &net.stem),
             blocks: net.blocks.iter().map(|(a, b)| (Packed::conv3(isa, a), Packed::conv3(isa, b))).collect(),
             head,
-            policy_fc: Packed::dense_from_nchw(isa, &net.policy_fc, area, pf),
+            policy: match (&net.policy_fc, &net.policy_out) {
+                (Some(fc), _) => PolicyOut::Dense(Packed::dense_from_nchw(isa, fc, area, pf)),
+                (None, Some(out)) => {
+                    PolicyOut::Conv(Packed::new(isa, pf, out.cout, |ci, j| out.weight[j * pf + ci], &out.bias))
+                }
+                (None, None) => unreachable!("a network has a policy head"),
+            },
             value_fc1: Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout),
             value_fc2: net.value_fc2.weight.clone(),
             value_b2: net.value_fc2.bias.clone(),
@@ -671,6 +690,10 @@ impl FastNet {
         s.pol.resize(b * area * pf, 0.0);
         s.val.resize(b * area * vf, 0.0);
         s.hid.resize(b * hidden, 0.0);
+        let per_square = self.policy_size / area;
+        if let PolicyOut::Conv(_) = self.policy {
+            s.plog.resize(b * area * per_square, 0.0);
+        }
         let pix = |m: usize| {
             let (i, sq) = (m / area, m % area);
             i * padded + (sq / n + 1) * (n + 2) + sq % n + 1
@@ -682,6 +705,8 @@ impl FastNet {
         s.rows_val = (0..b).map(|i| i * area * vf).collect();
         s.rows_logits = (0..b).map(|i| i * self.policy_size).collect();
         s.rows_hid = (0..b).map(|i| i * hidden).collect();
+        s.rows_pix_pol = (0..b * area).map(|m| m * pf).collect();
+        s.rows_pix_log = (0..b * area).map(|m| m * per_square).collect();
         s.capacity = b;
     }
 
@@ -746,21 +771,53 @@ impl FastNet {
             s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
             s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
         }
-        gemm(
-            isa,
-            &self.policy_fc,
-            &Gemm {
-                a: &s.pol,
-                a_rows: &s.rows_pol[..b],
-                taps: &[0],
-                seg: area * pf,
-                out_rows: &s.rows_logits[..b],
-                residual: false,
-                relu: false,
-            },
-            logits,
-            split,
-        );
+        match &self.policy {
+            PolicyOut::Dense(fc) => gemm(
+                isa,
+                fc,
+                &Gemm {
+                    a: &s.pol,
+                    a_rows: &s.rows_pol[..b],
+                    taps: &[0],
+                    seg: area * pf,
+                    out_rows: &s.rows_logits[..b],
+                    residual: false,
+                    relu: false,
+                },
+                logits,
+                split,
+            ),
+            PolicyOut::Conv(out) => {
+                gemm(
+                    isa,
+                    out,
+                    &Gemm {
+                        a: &s.pol,
+                        a_rows: &s.rows_pix_pol[..m],
+                        taps: &[0],
+                        seg: pf,
+                        out_rows: &s.rows_pix_log[..m],
+                        residual: false,
+                        relu: false,
+                    },
+                    &mut s.plog,
+                    split,
+                );
+                // To the order of `crate::policy`: placements kind-major, spreads
+                // square-major (already their order within a square).
+                let k = out.n;
+                for (i, l) in logits.chunks_mut(self.policy_size).take(b).enumerate() {
+                    let (place, spread) = l.split_at_mut(3 * area);
+                    for sq in 0..area {
+                        let row = &s.plog[(i * area + sq) * k..(i * area + sq + 1) * k];
+                        for kind in 0..3 {
+                            place[kind * area + sq] = row[kind];
+                        }
+                        spread[sq * (k - 3)..(sq + 1) * (k - 3)].copy_from_slice(&row[3..]);
+                    }
+                }
+            }
+        }
         gemm(
             isa,
             &self.value_fc1,

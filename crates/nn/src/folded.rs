@@ -9,7 +9,7 @@
 use burn::prelude::*;
 
 use crate::encoding::planes;
-use crate::model::{NetConfig, TakNet};
+use crate::model::{NetConfig, PolicyHead, TakNet};
 use crate::policy::policy_size;
 
 /// A convolution with its bias: weights `[out][in][k][k]` (burn's and ONNX's order).
@@ -42,12 +42,15 @@ pub struct FoldedLinear {
 
 /// [`TakNet`] in inference form. Layer semantics (all convolutions "same" padded):
 /// `h = relu(stem(x))`; per block `h = relu(conv2(relu(conv1(h))) + h)`;
-/// policy `policy_fc(flatten(relu(policy_conv(h))))`; value
+/// policy `policy_fc(flatten(relu(policy_conv(h))))` (dense head) or the per-square
+/// logits of `policy_out(relu(policy_conv(h)))` in the order of [`crate::policy`]
+/// (convolutional head: the first 3 channels flattened channel-major, then the others
+/// square-major); value
 /// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))` (with WDL, `value_fc2`
 /// gives 3 logits and the value is `softmax[0] − softmax[2]`), where `flatten` is
 /// channel-major (`c * N² + square`). Auxiliary heads (optional): flat margin
 /// `margin_fc(relu(value_fc1(..)))`, ownership `tanh(ownership_conv(h))`, opponent policy
-/// `opponent_policy_fc(flatten(relu(policy_conv(h))))`.
+/// `opponent_policy_fc(flatten(relu(policy_conv(h))))` (or `opponent_policy_out`).
 #[derive(Clone, Debug)]
 pub struct FoldedNet {
     /// Architecture with the size set.
@@ -58,8 +61,10 @@ pub struct FoldedNet {
     pub blocks: Vec<(FoldedConv, FoldedConv)>,
     /// 1x1, `channels` to `policy_filters`.
     pub policy_conv: FoldedConv,
-    /// `policy_filters * N²` to `policy_size(N)`.
-    pub policy_fc: FoldedLinear,
+    /// Dense head: `policy_filters * N²` to `policy_size(N)`.
+    pub policy_fc: Option<FoldedLinear>,
+    /// Convolutional head: 1x1, `policy_filters` to `3 + 4 (2^N − 1)` (no BatchNorm).
+    pub policy_out: Option<FoldedConv>,
     /// 1x1, `channels` to 2.
     pub value_conv: FoldedConv,
     /// `2 * N²` to `value_hidden`.
@@ -70,8 +75,10 @@ pub struct FoldedNet {
     pub margin_fc: Option<FoldedLinear>,
     /// Auxiliary ownership: 1x1, `channels` to 1 (no BatchNorm).
     pub ownership_conv: Option<FoldedConv>,
-    /// Auxiliary opponent policy: `policy_filters * N²` to `policy_size(N)`.
+    /// Auxiliary opponent policy, dense head: `policy_filters * N²` to `policy_size(N)`.
     pub opponent_policy_fc: Option<FoldedLinear>,
+    /// Auxiliary opponent policy, convolutional head: like `policy_out`.
+    pub opponent_policy_out: Option<FoldedConv>,
 }
 
 fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
@@ -124,13 +131,15 @@ impl FoldedNet {
             stem: fold_conv(&model.stem, &model.stem_bn),
             blocks: model.blocks.iter().map(|b| (fold_conv(&b.conv1, &b.bn1), fold_conv(&b.conv2, &b.bn2))).collect(),
             policy_conv: fold_conv(&model.policy_conv, &model.policy_bn),
-            policy_fc: linear(&model.policy_fc),
+            policy_fc: model.policy_fc.as_ref().map(linear),
+            policy_out: model.policy_out.as_ref().map(plain_conv),
             value_conv: fold_conv(&model.value_conv, &model.value_bn),
             value_fc1: linear(&model.value_fc1),
             value_fc2: linear(&model.value_fc2),
             margin_fc: model.margin_fc.as_ref().map(linear),
             ownership_conv: model.ownership_conv.as_ref().map(plain_conv),
             opponent_policy_fc: model.opponent_policy_fc.as_ref().map(linear),
+            opponent_policy_out: model.opponent_policy_out.as_ref().map(plain_conv),
         };
         net.config = NetConfig {
             size,
@@ -141,9 +150,14 @@ impl FoldedNet {
             input_version: model.input_version,
             wdl: net.value_fc2.dout == 3,
             aux: net.margin_fc.is_some(),
+            policy_head: model.policy_head(),
         };
         assert_eq!(net.stem.cin, planes(model.input_version), "stem inputs of input version {}", model.input_version);
-        debug_assert_eq!(net.policy_fc.dout, policy_size(size));
+        match (&net.policy_fc, &net.policy_out) {
+            (Some(fc), None) => debug_assert_eq!(fc.dout, policy_size(size)),
+            (None, Some(out)) => debug_assert_eq!(out.cout, PolicyHead::conv_outputs(size)),
+            _ => unreachable!("a network has one policy head"),
+        }
         net
     }
 

@@ -28,7 +28,7 @@ pub mod train;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
-pub use model::{NetConfig, TakNet};
+pub use model::{NetConfig, PolicyHead, TakNet};
 pub use train::{Losses, StepOutcome, TrainExample, Trainer};
 
 /// The device networks run on: burn's pure-Rust CPU backend.

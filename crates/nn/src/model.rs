@@ -41,6 +41,38 @@ pub struct NetConfig {
     /// dense layer on the policy head's features).
     #[serde(skip_serializing_if = "is_false")]
     pub aux: bool,
+    /// How the policy head turns its per-square features into move logits. Absent in the
+    /// files of models older than the field, which are `dense` (and not written when
+    /// dense, so those files stay readable by older builds).
+    #[serde(skip_serializing_if = "PolicyHead::is_dense")]
+    pub policy_head: PolicyHead,
+}
+
+/// The last layer of the policy head (and of the opponent-policy head).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyHead {
+    /// A dense layer from all `policy_filters × N²` features to every move: a weight per
+    /// feature and move, `policy_filters × N² × policy_size(N)` in all (5.3 M of a 6x6
+    /// b6c64 network's 5.8 M, with the opponent's head).
+    #[default]
+    Dense,
+    /// A 1x1 convolution from each square's `policy_filters` features to the logits of
+    /// the moves that start there (3 placements, 4 directions × `2^N − 1` drop patterns):
+    /// weights shared across squares, `policy_filters × (3 + 4 (2^N − 1))` in all.
+    Conv,
+}
+
+impl PolicyHead {
+    fn is_dense(&self) -> bool {
+        *self == PolicyHead::Dense
+    }
+
+    /// Logits per square of the convolutional head: 3 placements, then 4 directions ×
+    /// `2^N − 1` drop patterns (the order of [`crate::policy`]).
+    pub fn conv_outputs(size: usize) -> usize {
+        policy_size(size) / (size * size)
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -53,7 +85,17 @@ fn is_default_input_version(v: &u32) -> bool {
 
 impl Default for NetConfig {
     fn default() -> Self {
-        NetConfig { size: 0, blocks: 4, channels: 48, value_hidden: 64, policy_filters: 8, input_version: DEFAULT_INPUT_VERSION, wdl: false, aux: false }
+        NetConfig {
+            size: 0,
+            blocks: 4,
+            channels: 48,
+            value_hidden: 64,
+            policy_filters: 8,
+            input_version: DEFAULT_INPUT_VERSION,
+            wdl: false,
+            aux: false,
+            policy_head: PolicyHead::Dense,
+        }
     }
 }
 
@@ -70,7 +112,7 @@ impl NetConfig {
     }
 
     /// Short name such as `b4c48` (`b4c48-v2-wdl-aux` for input version 2 with the
-    /// optional heads).
+    /// optional heads, `…-convp` with the convolutional policy head).
     pub fn name(&self) -> String {
         let mut s = format!("b{}c{}", self.blocks, self.channels);
         if self.input_version != DEFAULT_INPUT_VERSION {
@@ -81,6 +123,9 @@ impl NetConfig {
         }
         if self.aux {
             s.push_str("-aux");
+        }
+        if self.policy_head == PolicyHead::Conv {
+            s.push_str("-convp");
         }
         s
     }
@@ -159,7 +204,10 @@ pub struct TakNet {
     pub(crate) blocks: Vec<ResBlock>,
     pub(crate) policy_conv: Conv2d,
     pub(crate) policy_bn: BatchNorm,
-    pub(crate) policy_fc: Linear,
+    /// Dense policy head: the flattened policy features to the logits.
+    pub(crate) policy_fc: Option<Linear>,
+    /// Convolutional policy head: 1x1, policy features to the logits per square.
+    pub(crate) policy_out: Option<Conv2d>,
     pub(crate) value_conv: Conv2d,
     pub(crate) value_bn: BatchNorm,
     pub(crate) value_fc1: Linear,
@@ -169,8 +217,10 @@ pub struct TakNet {
     pub(crate) margin_fc: Option<Linear>,
     /// Auxiliary: 1x1 convolution of the trunk to one ownership plane (with bias, no BN).
     pub(crate) ownership_conv: Option<Conv2d>,
-    /// Auxiliary: the policy features to the opponent's policy logits.
+    /// Auxiliary: the policy features to the opponent's policy logits (dense head).
     pub(crate) opponent_policy_fc: Option<Linear>,
+    /// Auxiliary: the same for the convolutional head (1x1 per square).
+    pub(crate) opponent_policy_out: Option<Conv2d>,
     /// Input plane layout (not a weight: set from the [`NetConfig`] when built).
     pub(crate) input_version: u32,
 }
@@ -182,22 +232,26 @@ impl TakNet {
         let n = cfg.size;
         let c = cfg.channels;
         assert!(cfg.planes() > 0, "unknown input version {}", cfg.input_version);
+        let dense = cfg.policy_head == PolicyHead::Dense;
+        let pf = cfg.policy_filters;
+        let fc = || LinearConfig::new(pf * n * n, policy_size(n)).init(device);
+        let per_square = || Conv2dConfig::new([pf, PolicyHead::conv_outputs(n)], [1, 1]).with_bias(true).init(device);
         TakNet {
             stem: conv(cfg.planes(), c, 3, device),
             stem_bn: BatchNormConfig::new(c).init(device),
             blocks: (0..cfg.blocks).map(|_| ResBlock::new(c, device)).collect(),
             policy_conv: conv(c, cfg.policy_filters, 1, device),
             policy_bn: BatchNormConfig::new(cfg.policy_filters).init(device),
-            policy_fc: LinearConfig::new(cfg.policy_filters * n * n, policy_size(n)).init(device),
+            policy_fc: dense.then(fc),
+            policy_out: (!dense).then(per_square),
             value_conv: conv(c, 2, 1, device),
             value_bn: BatchNormConfig::new(2).init(device),
             value_fc1: LinearConfig::new(2 * n * n, cfg.value_hidden).init(device),
             value_fc2: LinearConfig::new(cfg.value_hidden, cfg.value_outputs()).init(device),
             margin_fc: cfg.aux.then(|| LinearConfig::new(cfg.value_hidden, 1).init(device)),
             ownership_conv: cfg.aux.then(|| Conv2dConfig::new([c, 1], [1, 1]).with_bias(true).init(device)),
-            opponent_policy_fc: cfg
-                .aux
-                .then(|| LinearConfig::new(cfg.policy_filters * n * n, policy_size(n)).init(device)),
+            opponent_policy_fc: (cfg.aux && dense).then(fc),
+            opponent_policy_out: (cfg.aux && !dense).then(per_square),
             input_version: cfg.input_version,
         }
     }
@@ -205,6 +259,11 @@ impl TakNet {
     /// Whether the value head gives win/draw/loss logits.
     pub fn wdl(&self) -> bool {
         self.value_fc2.weight.dims()[1] == 3
+    }
+
+    /// The kind of policy head.
+    pub fn policy_head(&self) -> PolicyHead {
+        if self.policy_out.is_some() { PolicyHead::Conv } else { PolicyHead::Dense }
     }
 
     /// Whether the auxiliary heads are present.
@@ -231,14 +290,23 @@ impl TakNet {
             h = block.forward(h);
         }
         let p = relu(self.policy_bn.forward(self.policy_conv.forward(h.clone())));
-        let p: Tensor<2> = p.reshape([b as i32, -1]);
-        let logits = self.policy_fc.forward(p.clone());
         let aux = aux && self.aux();
+        let (logits, opponent_policy) = match (&self.policy_fc, &self.policy_out) {
+            (Some(fc), _) => {
+                let p: Tensor<2> = p.reshape([b as i32, -1]);
+                let opponent = self.opponent_policy_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(p.clone()));
+                (fc.forward(p), opponent)
+            }
+            (None, Some(out)) => {
+                let opponent = self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square_logits(o, p.clone()));
+                (per_square_logits(out, p), opponent)
+            }
+            (None, None) => unreachable!("a network has a policy head"),
+        };
         let ownership = self.ownership_conv.as_ref().filter(|_| aux).map(|conv| {
             let o: Tensor<2> = conv.forward(h.clone()).reshape([b as i32, -1]);
             tanh(o)
         });
-        let opponent_policy = self.opponent_policy_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(p));
         let v = relu(self.value_bn.forward(self.value_conv.forward(h)));
         let v: Tensor<2> = v.reshape([b as i32, -1]);
         let v = relu(self.value_fc1.forward(v));
@@ -251,5 +319,83 @@ impl TakNet {
             (tanh(z), None)
         };
         NetOutput { policy: logits, value, wdl, flat_margin, ownership, opponent_policy }
+    }
+}
+
+/// The convolutional head's logits in the order of [`crate::policy`]: `out` gives
+/// `[B, 3 + 4P, N, N]`; placements are kind-major (`kind × N² + square`, the first three
+/// channels flattened as they are), spreads square-major (`(square × 4 + direction) × P +
+/// pattern − 1`, the other channels moved last before flattening).
+fn per_square_logits(out: &Conv2d, p: Tensor<4>) -> Tensor<2> {
+    let y = out.forward(p);
+    let [b, k, _, _] = y.dims();
+    let place: Tensor<2> = y.clone().narrow(1, 0, 3).reshape([b as i32, -1]);
+    let spread: Tensor<2> = y.narrow(1, 3, k - 3).permute([0, 2, 3, 1]).reshape([b as i32, -1]);
+    Tensor::cat(vec![place, spread], 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::index_to_move;
+    use burn::tensor::Distribution;
+
+    fn floats<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
+    }
+
+    /// Every logit of the convolutional head is the 1x1 convolution at the move's square
+    /// of the channel of its kind (placement) or direction and drop pattern (spread),
+    /// computed here from the move itself, independently of the reshaping in the model.
+    #[test]
+    fn conv_policy_logits_follow_the_policy_index_order() {
+        let device = crate::device();
+        for size in [3, 5, 6] {
+            let cfg = NetConfig {
+                size,
+                blocks: 1,
+                channels: 8,
+                policy_filters: 4,
+                aux: true,
+                policy_head: PolicyHead::Conv,
+                ..NetConfig::default()
+            };
+            let net = TakNet::new(&cfg, &device);
+            assert!(net.policy_fc.is_none() && net.opponent_policy_fc.is_none());
+            let x = Tensor::<4>::random([2, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device);
+            let out = net.forward_all(x.clone(), true);
+            let mut h = relu(net.stem_bn.forward(net.stem.forward(x)));
+            for block in &net.blocks {
+                h = block.forward(h);
+            }
+            let p = floats(relu(net.policy_bn.forward(net.policy_conv.forward(h))));
+            let area = size * size;
+            let pf = cfg.policy_filters;
+            let k = PolicyHead::conv_outputs(size);
+            let patterns = (1usize << size) - 1;
+            for (conv, logits) in [(&net.policy_out, out.policy), (&net.opponent_policy_out, out.opponent_policy.unwrap())] {
+                let conv = conv.as_ref().unwrap();
+                let w = floats(conv.weight.val());
+                let bias = floats(conv.bias.as_ref().unwrap().val());
+                let logits = floats(logits);
+                assert_eq!(logits.len(), 2 * policy_size(size));
+                for b in 0..2 {
+                    for i in 0..policy_size(size) {
+                        let Some(mv) = index_to_move(i, size) else { continue };
+                        let sq = mv.square().index();
+                        let channel = if mv.is_placement() {
+                            mv.kind().index()
+                        } else {
+                            3 + mv.direction().index() * patterns + mv.pattern() as usize - 1
+                        };
+                        assert!(channel < k);
+                        let expected = bias[channel]
+                            + (0..pf).map(|f| w[channel * pf + f] * p[(b * pf + f) * area + sq]).sum::<f32>();
+                        let got = logits[b * policy_size(size) + i];
+                        assert!((got - expected).abs() < 1e-4, "{size}x{size} {mv:?}: {got} vs {expected}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -139,6 +139,27 @@ impl Builder {
         self.node("Gemm", out.unwrap_or(name), &[x, &w, &b], vec![])
     }
 
+    /// The convolutional policy head: `out`'s first 3 channels (placements) flattened
+    /// channel-major, then the others moved last and flattened (spreads, square-major),
+    /// concatenated into `output`. Two 1x1 convolutions with `out`'s weights split.
+    fn per_square_logits(&mut self, name: &str, p: &str, out: &FoldedConv, output: &str) {
+        let split = 3 * out.cin;
+        let place = FoldedConv { cin: out.cin, cout: 3, k: 1, weight: out.weight[..split].to_vec(), bias: out.bias[..3].to_vec() };
+        let spread = FoldedConv {
+            cin: out.cin,
+            cout: out.cout - 3,
+            k: 1,
+            weight: out.weight[split..].to_vec(),
+            bias: out.bias[3..].to_vec(),
+        };
+        let a = self.conv(&format!("{name}.place"), p, &place);
+        let a = self.node("Flatten", &format!("{name}.place.flatten"), &[&a], vec![attr_int("axis", 1)]);
+        let b = self.conv(&format!("{name}.spread"), p, &spread);
+        let b = self.node("Transpose", &format!("{name}.spread.nhwc"), &[&b], vec![attr_ints("perm", &[0, 2, 3, 1])]);
+        let b = self.node("Flatten", &format!("{name}.spread.flatten"), &[&b], vec![attr_int("axis", 1)]);
+        self.node("Concat", output, &[&a, &b], vec![attr_int("axis", 1)]);
+    }
+
     fn relu(&mut self, name: &str, x: &str) -> String {
         self.node("Relu", name, &[x], vec![])
     }
@@ -164,8 +185,16 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     }
     let p = g.conv("policy.conv", &h, &net.policy_conv);
     let p = g.relu("policy.relu", &p);
-    let p = g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]);
-    g.gemm("policy.fc", &p, &net.policy_fc, Some(POLICY_OUTPUT));
+    let p_flat = g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]);
+    match (&net.policy_fc, &net.policy_out) {
+        (Some(fc), _) => {
+            g.gemm("policy.fc", &p_flat, fc, Some(POLICY_OUTPUT));
+        }
+        (None, Some(out)) => {
+            g.per_square_logits("policy.out", &p, out, POLICY_OUTPUT);
+        }
+        (None, None) => bail!("the network has no policy head"),
+    }
     let v = g.conv("value.conv", &h, &net.value_conv);
     let v = g.relu("value.relu", &v);
     let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
@@ -186,12 +215,20 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         let v = g.gemm("value.fc2", &v, &net.value_fc2, None);
         g.node("Tanh", VALUE_OUTPUT, &[&v], vec![]);
     }
-    if let (Some(margin), Some(own), Some(opp)) = (&net.margin_fc, &net.ownership_conv, &net.opponent_policy_fc) {
+    if let (Some(margin), Some(own)) = (&net.margin_fc, &net.ownership_conv) {
         g.gemm("aux.margin_fc", &v, margin, Some(FLAT_MARGIN_OUTPUT));
         let o = g.conv("aux.ownership_conv", &h, own);
         let o = g.node("Tanh", "aux.ownership_tanh", &[&o], vec![]);
         g.node("Flatten", OWNERSHIP_OUTPUT, &[&o], vec![attr_int("axis", 1)]);
-        g.gemm("aux.opponent_policy_fc", &p, opp, Some(OPPONENT_POLICY_OUTPUT));
+        match (&net.opponent_policy_fc, &net.opponent_policy_out) {
+            (Some(fc), _) => {
+                g.gemm("aux.opponent_policy_fc", &p_flat, fc, Some(OPPONENT_POLICY_OUTPUT));
+            }
+            (None, Some(out)) => {
+                g.per_square_logits("aux.opponent_policy_out", &p, out, OPPONENT_POLICY_OUTPUT);
+            }
+            (None, None) => bail!("the network's auxiliary heads have no opponent policy"),
+        }
         outputs.push(value_info(FLAT_MARGIN_OUTPUT, &[None, Some(1)]));
         outputs.push(value_info(OWNERSHIP_OUTPUT, &[None, Some(n * n)]));
         outputs.push(value_info(OPPONENT_POLICY_OUTPUT, &[None, Some(policy_size(n))]));

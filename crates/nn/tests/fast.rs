@@ -5,7 +5,7 @@ use bredon_nn::fast::{FastNet, Isa};
 use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::{InferenceKind, forward_raw};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, NetEvaluator, TakNet, TrainExample, Trainer, load_exported};
+use bredon_nn::{NetConfig, NetEvaluator, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
 use bredon_rules::Position;
 use bredon_rules::notation::Ptn;
 use rand::{Rng, SeedableRng};
@@ -118,9 +118,32 @@ fn fast_path_matches_burn_with_input_version_2() {
     assert_eq!(model.input_version(), 2);
     assert_agree(&model, &positions[..positions.len().min(300)], 5, 1e-4);
     for (size, channels, wdl, aux) in [(4, 20, false, false), (6, 16, false, false), (4, 24, true, true), (5, 16, true, false)] {
-        let cfg = NetConfig { size, blocks: 1, channels, value_hidden: 9, policy_filters: 3, input_version: 2, wdl, aux };
+        let cfg = NetConfig { size, blocks: 1, channels, value_hidden: 9, policy_filters: 3, input_version: 2, wdl, aux, ..NetConfig::default() };
         let positions = random_positions(size, 96, 10 + size as u64);
         assert_agree(&trained(&cfg, &positions, 8), &positions, size, 1e-4);
+    }
+}
+
+#[test]
+fn fast_path_matches_burn_with_the_conv_policy_head() {
+    // Every size (the per-square logits count 3 + 4 (2^N - 1) changes with it), filter
+    // counts off the vector width, with and without the auxiliary heads.
+    for (size, channels, filters, aux) in [(3, 8, 2, false), (4, 20, 9, true), (5, 16, 16, true), (6, 24, 5, false), (7, 8, 3, false), (8, 8, 4, false)] {
+        let cfg = NetConfig {
+            size,
+            blocks: 1,
+            channels,
+            value_hidden: 9,
+            policy_filters: filters,
+            input_version: 2,
+            wdl: aux,
+            aux,
+            policy_head: PolicyHead::Conv,
+        };
+        let positions = random_positions(size, 96, 20 + size as u64);
+        let model = trained(&cfg, &positions, 4);
+        assert_eq!(model.policy_head(), PolicyHead::Conv);
+        assert_agree(&model, &positions, size, 1e-4);
     }
 }
 

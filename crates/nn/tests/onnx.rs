@@ -84,6 +84,12 @@ fn onnx_export_with_wdl_and_aux_heads() {
     check_onnx_export(&NetConfig { input_version: 2, wdl: true, aux: true, ..NetConfig::default_for_size(5) });
 }
 
+#[test]
+fn onnx_export_with_the_conv_policy_head() {
+    let cfg = NetConfig { input_version: 2, wdl: true, aux: true, policy_filters: 16, ..NetConfig::default_for_size(5) };
+    check_onnx_export(&NetConfig { policy_head: bredon_nn::PolicyHead::Conv, ..cfg });
+}
+
 /// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
 /// with burn's.
 fn check_onnx_export(cfg: &NetConfig) {
