@@ -44,6 +44,12 @@ pub struct NnArgs {
     /// Override the channels.
     #[arg(long)]
     pub channels: Option<usize>,
+    /// The policy head's last layer: `dense` or `conv` (`[net] policy_head`).
+    #[arg(long, value_parser = parse_policy_head)]
+    pub policy_head: Option<bredon_nn::PolicyHead>,
+    /// Override the policy head's features per square (`[net] policy_filters`).
+    #[arg(long)]
+    pub policy_filters: Option<usize>,
     /// Batch sizes.
     #[arg(long, value_delimiter = ',', default_values_t = vec![1, 16, 64, 256])]
     pub batches: Vec<usize>,
@@ -51,7 +57,7 @@ pub struct NnArgs {
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
     /// Measure this model (a `bredon export` file or a checkpoint directory) instead of
-    /// fresh networks (`--sizes`, `--blocks`, `--channels` are then ignored).
+    /// fresh networks (the network options above are then ignored).
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Also write the measured network as ONNX to this file (one size only), for
@@ -124,6 +130,14 @@ fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: 
     done as f64 / start.elapsed().as_secs_f64()
 }
 
+fn parse_policy_head(s: &str) -> Result<bredon_nn::PolicyHead, String> {
+    match s {
+        "dense" => Ok(bredon_nn::PolicyHead::Dense),
+        "conv" => Ok(bredon_nn::PolicyHead::Conv),
+        _ => Err(format!("{s:?}: expected `dense` or `conv`")),
+    }
+}
+
 fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
     let kinds = match inference {
         Some(k) => vec![k],
@@ -142,6 +156,12 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
                 }
                 if let Some(c) = args.channels {
                     net.channels = c;
+                }
+                if let Some(h) = args.policy_head {
+                    net.policy_head = h;
+                }
+                if let Some(f) = args.policy_filters {
+                    net.policy_filters = f;
                 }
                 let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
                 (TakNet::new(&net, &device), meta)
