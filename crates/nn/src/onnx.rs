@@ -139,6 +139,25 @@ impl Builder {
         self.node("Gemm", out.unwrap_or(name), &[x, &w, &b], vec![])
     }
 
+    /// A policy head's logits into `output`: the dense layer `fc` on the flattened
+    /// features, or the per-square convolution `out` on the features `(p, p_flat)`.
+    fn policy_logits(
+        &mut self,
+        (p, p_flat): (&str, Option<&str>),
+        fc: (Option<&FoldedLinear>, &str),
+        out: (Option<&FoldedConv>, &str),
+        output: &str,
+    ) -> Result<()> {
+        match (fc, out, p_flat) {
+            ((Some(fc), name), _, Some(flat)) => {
+                self.gemm(name, flat, fc, Some(output));
+            }
+            (_, (Some(out), name), _) => self.per_square_logits(name, p, out, output),
+            _ => bail!("the network has no policy head for {output}"),
+        }
+        Ok(())
+    }
+
     /// The convolutional policy head: `out`'s first 3 channels (placements) flattened
     /// channel-major, then the others moved last and flattened (spreads, square-major),
     /// concatenated into `output`. Two 1x1 convolutions with `out`'s weights split.
@@ -185,16 +204,10 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     }
     let p = g.conv("policy.conv", &h, &net.policy_conv);
     let p = g.relu("policy.relu", &p);
-    let p_flat = g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]);
-    match (&net.policy_fc, &net.policy_out) {
-        (Some(fc), _) => {
-            g.gemm("policy.fc", &p_flat, fc, Some(POLICY_OUTPUT));
-        }
-        (None, Some(out)) => {
-            g.per_square_logits("policy.out", &p, out, POLICY_OUTPUT);
-        }
-        (None, None) => bail!("the network has no policy head"),
-    }
+    // The dense heads read the features flattened (both heads the same node).
+    let p_flat = net.policy_fc.is_some().then(|| g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]));
+    let heads = (p.as_str(), p_flat.as_deref());
+    g.policy_logits(heads, (net.policy_fc.as_ref(), "policy.fc"), (net.policy_out.as_ref(), "policy.out"), POLICY_OUTPUT)?;
     let v = g.conv("value.conv", &h, &net.value_conv);
     let v = g.relu("value.relu", &v);
     let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
@@ -220,15 +233,12 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         let o = g.conv("aux.ownership_conv", &h, own);
         let o = g.node("Tanh", "aux.ownership_tanh", &[&o], vec![]);
         g.node("Flatten", OWNERSHIP_OUTPUT, &[&o], vec![attr_int("axis", 1)]);
-        match (&net.opponent_policy_fc, &net.opponent_policy_out) {
-            (Some(fc), _) => {
-                g.gemm("aux.opponent_policy_fc", &p_flat, fc, Some(OPPONENT_POLICY_OUTPUT));
-            }
-            (None, Some(out)) => {
-                g.per_square_logits("aux.opponent_policy_out", &p, out, OPPONENT_POLICY_OUTPUT);
-            }
-            (None, None) => bail!("the network's auxiliary heads have no opponent policy"),
-        }
+        g.policy_logits(
+            heads,
+            (net.opponent_policy_fc.as_ref(), "aux.opponent_policy_fc"),
+            (net.opponent_policy_out.as_ref(), "aux.opponent_policy_out"),
+            OPPONENT_POLICY_OUTPUT,
+        )?;
         outputs.push(value_info(FLAT_MARGIN_OUTPUT, &[None, Some(1)]));
         outputs.push(value_info(OWNERSHIP_OUTPUT, &[None, Some(n * n)]));
         outputs.push(value_info(OPPONENT_POLICY_OUTPUT, &[None, Some(policy_size(n))]));
