@@ -16,8 +16,9 @@ use crate::model_arg;
 pub struct AnalyseArgs {
     /// The game (PTN).
     pub file: PathBuf,
-    /// Model (a `bredon export` file or a checkpoint directory); the uniform-evaluator
-    /// search when omitted.
+    /// Model (a `bredon export` file or a checkpoint directory). Without it: `NxN.bredon`
+    /// of the game's size from `checkpoints/shipped` (as for `bredon tei`), else the
+    /// uniform-evaluator search.
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Visits per position.
@@ -38,10 +39,17 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
     let ptn = Ptn::parse(&text).with_context(|| format!("{}", args.file.display()))?;
     let replay = ptn.replay().with_context(|| format!("{}", args.file.display()))?;
     let size = ptn.size();
-    let model = model_arg::load(args.model.as_deref(), Some(size))?;
+    let (model, file) = model_arg::load_or_default(args.model.as_deref(), size)?;
+    let engine = file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
     let config = SearchConfig { root_noise: false, ..SearchConfig::default() };
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    writeln!(out, "{}: {size}x{size}, {} plies, {} visits per position", args.file.display(), replay.moves().len(), args.visits)?;
+    writeln!(
+        out,
+        "{}: {size}x{size}, {} plies, {} visits per position, {engine}",
+        args.file.display(),
+        replay.moves().len(),
+        args.visits
+    )?;
     writeln!(out, "{:>4}  {:<10} {:>7} {:>7}  {:<10} line", "ply", "played", "white", "mover", "best")?;
     for (ply, &played) in replay.moves().iter().enumerate() {
         let pos = &replay.positions()[ply];
@@ -102,6 +110,22 @@ mod tests {
         // The road in one is proven: white "won", the mover "won".
         assert!(lines[2 + 6].contains("won"), "{out}");
         assert!(lines.last().unwrap().starts_with("unfinished"));
+    }
+
+    #[test]
+    fn without_a_model_the_shipped_one_of_the_games_size_analyses() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.ptn");
+        std::fs::write(&file, "[Size \"4\"]\n\n1. a1 d4\n2. b2 c3\n").unwrap();
+        let mut out = Vec::new();
+        analyse(&AnalyseArgs { file: file.clone(), model: None, visits: 20 }, &mut out).unwrap();
+        let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
+        assert!(head.ends_with("4x4.bredon"), "{head}");
+        std::fs::write(&file, "[Size \"3\"]\n\n1. a1 c3\n").unwrap();
+        let mut out = Vec::new();
+        analyse(&AnalyseArgs { file, model: None, visits: 20 }, &mut out).unwrap();
+        let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
+        assert!(head.ends_with("the uniform evaluator"), "no 3x3 model is shipped: {head}");
     }
 
     #[test]

@@ -56,6 +56,18 @@ pub fn default_model_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// `NxN.bredon` for `size` in the first of `dirs` that has one.
+pub fn find_model(dirs: &[PathBuf], size: usize) -> Option<PathBuf> {
+    dirs.iter().map(|d| d.join(format!("{size}x{size}.bredon"))).find(|p| p.is_file())
+}
+
+/// The model at `path` (checked to be for `size`), or without a path the one of
+/// [`default_model_dirs`] for `size`, or else the uniform evaluator; with the file used.
+pub fn load_or_default(path: Option<&Path>, size: usize) -> Result<(LoadedModel, Option<PathBuf>)> {
+    let path = path.map(Path::to_path_buf).or_else(|| find_model(&default_model_dirs(), size));
+    Ok((load(path.as_deref(), Some(size))?, path))
+}
+
 /// Networks by board size, for an engine that plays games of several sizes (a TEI engine
 /// told the size by `teinewgame`).
 #[derive(Default)]
@@ -80,9 +92,7 @@ impl ModelSet {
 
     /// For each board size, `NxN.bredon` from the first of `dirs` that has one.
     pub fn find(dirs: &[PathBuf]) -> Result<ModelSet> {
-        let paths: Vec<PathBuf> = SIZES
-            .filter_map(|n| dirs.iter().map(|d| d.join(format!("{n}x{n}.bredon"))).find(|p| p.is_file()))
-            .collect();
+        let paths: Vec<PathBuf> = SIZES.filter_map(|n| find_model(dirs, n)).collect();
         ModelSet::load(&paths)
     }
 

@@ -24,8 +24,9 @@ pub enum Side {
 /// Arguments of `bredon play`.
 #[derive(clap::Args, Debug)]
 pub struct PlayArgs {
-    /// Model to play against (a `bredon export` file or a checkpoint directory); the
-    /// uniform-evaluator search when omitted.
+    /// Model to play against (a `bredon export` file or a checkpoint directory). Without
+    /// it: `NxN.bredon` of the board size from `checkpoints/shipped` (as for `bredon tei`),
+    /// else the uniform-evaluator search.
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Board size (default: the model's size, else 5).
@@ -59,7 +60,10 @@ pub fn run(args: PlayArgs) -> Result<()> {
 
 /// The game loop over any input and output (the tests drive it with buffers).
 pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
-    let model = model_arg::load(args.model.as_deref(), args.size)?;
+    let (model, model_file) = match &args.model {
+        Some(path) => (model_arg::load(Some(path), args.size)?, Some(path.clone())),
+        None => model_arg::load_or_default(None, args.size.unwrap_or(5))?,
+    };
     let size = args.size.or(model.meta.as_ref().map(|m| m.size)).unwrap_or(5);
     let half_komi = args.half_komi.or(model.meta.as_ref().map(|m| m.half_komi)).unwrap_or(0);
     let options = GameOptions::new(size).with_half_komi(half_komi);
@@ -68,10 +72,7 @@ pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         Side::White => Color::White,
         Side::Black => Color::Black,
     };
-    let engine_name = args
-        .model
-        .as_ref()
-        .map_or_else(|| "bredon (uniform)".to_string(), |p| format!("bredon ({})", p.display()));
+    let engine_name = model_file.map_or_else(|| "bredon (uniform)".to_string(), |p| format!("bredon ({})", p.display()));
     let (white, black) = match human {
         Color::White => ("you".to_string(), engine_name),
         Color::Black => (engine_name, "you".to_string()),
