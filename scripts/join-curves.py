@@ -8,6 +8,8 @@ renumbered to continue the source's (gen-0000 of the continuation = ANCHOR, not 
 Minutes are taken as they are (the continuation's curve already counts the source's minutes
 when init.json records them). Intervals stay relative to each curve's own anchor.
 
+A joined curve can be the source of a further continuation (its `part` column goes on).
+
 Usage: scripts/join-curves.py SOURCE_CURVE.csv ANCHOR CONTINUATION_CURVE.csv > joined.csv
 (the curves are `elo-curve.csv` files: name,generation,step,minutes,elo,lo95,hi95)
 """
@@ -30,16 +32,18 @@ def main():
     shift, gen0 = float(base["elo"]), int(base["generation"])
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["name", "generation", "step", "minutes", "elo", "lo95", "hi95", "part"])
+    # A source that is itself a joined curve keeps its parts; the continuation is the next.
+    part = max((int(r.get("part") or 1) for r in source), default=1) + 1
     for r in source:
         if int(r["generation"]) <= gen0:
-            out.writerow([r["name"], r["generation"], r["step"], r["minutes"], r["elo"], r["lo95"], r["hi95"], 1])
+            out.writerow([r["name"], r["generation"], r["step"], r["minutes"], r["elo"], r["lo95"], r["hi95"], r.get("part") or 1])
     for r in cont:
         g = int(r["generation"])
         if g == 0:
             continue
         row = [f"gen-{gen0 + g:04}", gen0 + g, r["step"], r["minutes"]]
         row += [f"{float(r[k]) + shift:.1f}" for k in ("elo", "lo95", "hi95")]
-        out.writerow(row + [2])
+        out.writerow(row + [part])
 
 
 if __name__ == "__main__":
