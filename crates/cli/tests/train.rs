@@ -347,15 +347,17 @@ fn a_run_starts_from_a_trained_model() {
     // ids, so their bytes differ).
     let game = dir.path().join("g.ptn");
     std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n3. c2 b3\n").unwrap();
+    // Without the header line, which names the model file.
     let analyse = |model: PathBuf| {
-        checked(
+        let out = checked(
             bredon()
                 .arg("analyse")
                 .arg(&game)
                 .arg("--model")
                 .arg(model)
                 .args(["--visits", "30"]),
-        )
+        );
+        out.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default()
     };
     let start = analyse(second.join("checkpoints/gen-0000"));
     assert_eq!(
