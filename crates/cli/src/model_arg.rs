@@ -101,6 +101,11 @@ impl ModelSet {
         self.by_size.get(&size)
     }
 
+    /// The board sizes that have a model and their files, smallest first.
+    pub fn files(&self) -> impl Iterator<Item = (usize, &Path)> + '_ {
+        self.by_size.iter().map(|(&size, (path, _))| (size, path.as_path()))
+    }
+
     /// The board sizes that have a model, smallest first.
     pub fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
         self.by_size.keys().copied()

@@ -59,8 +59,7 @@ pub fn run(args: TeiArgs) -> Result<()> {
         ModelSet::load(&args.model)?
     };
     // On stderr: stdout is the protocol.
-    for size in models.sizes() {
-        let (path, _) = models.get(size).expect("listed size");
+    for (size, path) in models.files() {
         eprintln!("bredon tei: {size}x{size} games with {}", path.display());
     }
     if models.is_empty() {

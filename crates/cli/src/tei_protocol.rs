@@ -141,28 +141,28 @@ pub fn parse_command(line: &str) -> Result<Option<TeiCommand>, TeiParseError> {
                     i += 1;
                     continue;
                 }
-                if !matches!(key, "wtime" | "btime" | "winc" | "binc" | "movetime" | "nodes" | "movestogo") {
-                    // An unknown parameter with its value, if a number follows it.
-                    let with_value = rest.get(i + 1).is_some_and(|v| v.parse::<i64>().is_ok());
-                    let words = if with_value { 2 } else { 1 };
-                    p.ignored.push(rest[i..i + words].join(" "));
-                    i += words;
-                    continue;
-                }
+                let slot = match key {
+                    "wtime" => &mut p.wtime,
+                    "btime" => &mut p.btime,
+                    "winc" => &mut p.winc,
+                    "binc" => &mut p.binc,
+                    "movetime" => &mut p.movetime,
+                    "nodes" => &mut p.nodes,
+                    "movestogo" => &mut p.movestogo,
+                    _ => {
+                        // An unknown parameter with its value, if a number follows it.
+                        let with_value = rest.get(i + 1).is_some_and(|v| v.parse::<i64>().is_ok());
+                        let words = if with_value { 2 } else { 1 };
+                        p.ignored.push(rest[i..i + words].join(" "));
+                        i += words;
+                        continue;
+                    }
+                };
                 let Some(v) = rest.get(i + 1) else { return err(format!("go: {key} needs a value")) };
-                let n: u64 = match v.parse::<i64>() {
-                    Ok(x) => x.max(0) as u64,
+                *slot = match v.parse::<i64>() {
+                    Ok(x) => Some(x.max(0) as u64),
                     Err(_) => return err(format!("go: {key} value {v:?} is not a number")),
                 };
-                match key {
-                    "wtime" => p.wtime = Some(n),
-                    "btime" => p.btime = Some(n),
-                    "winc" => p.winc = Some(n),
-                    "binc" => p.binc = Some(n),
-                    "movetime" => p.movetime = Some(n),
-                    "nodes" => p.nodes = Some(n),
-                    _ => p.movestogo = Some(n),
-                }
                 i += 2;
             }
             TeiCommand::Go(p)
