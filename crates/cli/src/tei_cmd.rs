@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::model_arg::{self, ModelSet};
+use crate::model_arg::{self, LoadedModel, ModelSet};
 use crate::tei_protocol::{GoParams, StartPosition, TeiCommand, parse_command};
 
 /// Arguments of `bredon tei`.
@@ -109,6 +109,9 @@ pub struct Engine<W: Write + Send + 'static> {
     running: Option<Running>,
     searches: u64,
     seed: u64,
+    /// The (board size, half komi) last warned about as not the model's komi, so that a
+    /// game gets the warning once, not at every move.
+    komi_warned: Option<(usize, i8)>,
 }
 
 impl<W: Write + Send + 'static> Engine<W> {
@@ -132,6 +135,7 @@ impl<W: Write + Send + 'static> Engine<W> {
             running: None,
             searches: 0,
             seed,
+            komi_warned: None,
         }
     }
 
@@ -172,6 +176,7 @@ impl<W: Write + Send + 'static> Engine<W> {
                 }
                 self.position = None;
                 self.tree = None;
+                self.komi_warned = None;
                 if !self.models.is_empty() && self.models.get(self.size).is_none() {
                     let have: Vec<String> = self.models.sizes().map(|n| format!("{n}x{n}")).collect();
                     self.say(&format!(
@@ -271,6 +276,25 @@ impl<W: Write + Send + 'static> Engine<W> {
         Ok((start_pos, parsed))
     }
 
+    /// Says once per game when the model of this size was trained for another komi: its
+    /// values are then biased (the search still answers with it).
+    fn warn_komi_mismatch(&mut self, half_komi: i8) {
+        let Some((path, LoadedModel { meta: Some(meta), .. })) = self.models.get(self.size) else { return };
+        if meta.half_komi == half_komi || self.komi_warned == Some((self.size, half_komi)) {
+            return;
+        }
+        let line = format!(
+            "info string warning: the game's komi is {} but the {}x{} model {} was trained with komi {}; its evaluations are biased",
+            half_komi as f32 / 2.0,
+            self.size,
+            self.size,
+            path.display(),
+            meta.half_komi as f32 / 2.0
+        );
+        self.komi_warned = Some((self.size, half_komi));
+        self.say(&line);
+    }
+
     /// The evaluator for the current game size.
     fn evaluator(&self) -> Arc<dyn Evaluator> {
         match self.models.get(self.size) {
@@ -311,6 +335,7 @@ impl<W: Write + Send + 'static> Engine<W> {
             self.tree = Some(tree);
             return;
         }
+        self.warn_komi_mismatch(pos.half_komi());
         let began = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
         let root_visits = tree.search.root_visits();
@@ -587,6 +612,50 @@ mod tests {
         assert!(forty < plain);
         // Many moves to go never lengthen the usual budget.
         assert_eq!(clock_limit(&pos, &go("go wtime 10000 winc 100 movestogo 2"), fixed).unwrap(), plain);
+    }
+
+    #[test]
+    fn a_komi_other_than_the_models_is_warned_once_per_game_and_the_search_answers() {
+        let models = ModelSet::load(&[shipped("4x4.bredon")]).unwrap();
+        let trained = models.get(4).unwrap().1.meta.as_ref().unwrap().half_komi;
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut e = Engine::new(models, out.clone(), 30, None, 7);
+        let warnings = |lines: &[String]| lines.iter().filter(|l| l.contains("warning") && l.contains("komi")).count();
+        // The model's own komi: no warning.
+        e.handle_line("teinewgame 4");
+        e.handle_line(&format!("setoption name HalfKomi value {trained}"));
+        e.handle_line("position startpos moves a1 d4");
+        e.handle_line("go nodes 20");
+        e.finish();
+        let lines = take(&out);
+        assert_eq!(warnings(&lines), 0, "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("bestmove ")));
+        // Another komi: one warning naming both komis, a best move all the same, and no
+        // second warning at the next move of the game.
+        let other = if trained == 4 { 0 } else { 4 };
+        e.handle_line("teinewgame 4");
+        e.handle_line(&format!("setoption name HalfKomi value {other}"));
+        e.handle_line("position startpos moves a1 d4");
+        e.handle_line("go nodes 20");
+        e.finish();
+        let lines = take(&out);
+        assert_eq!(warnings(&lines), 1, "{lines:?}");
+        let w = lines.iter().find(|l| l.contains("komi")).unwrap();
+        assert!(w.starts_with("info string warning:"), "{w}");
+        assert!(w.contains(&format!("komi is {}", other as f32 / 2.0)) && w.contains(&format!("komi {}", trained as f32 / 2.0)), "{w}");
+        assert!(lines.iter().any(|l| l.starts_with("bestmove ")));
+        e.handle_line("position startpos moves a1 d4 b2");
+        e.handle_line("go nodes 20");
+        e.finish();
+        let lines = take(&out);
+        assert_eq!(warnings(&lines), 0, "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("bestmove ")));
+        // A new game warns again.
+        e.handle_line("teinewgame 4");
+        e.handle_line("position startpos moves a1 d4");
+        e.handle_line("go nodes 20");
+        e.finish();
+        assert_eq!(warnings(&take(&out)), 1);
     }
 
     #[test]
