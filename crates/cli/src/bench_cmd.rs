@@ -183,7 +183,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
-    println!("    (positions/s; fast kernels: {isa})");
+    println!("    (positions/s; fast kernels on the CPU: {isa}; burn on {})", bredon_nn::device::selected());
     for (model, meta) in models {
         let size = meta.size;
         let positions = sample_positions(size, 1024, size as u64);
@@ -313,8 +313,9 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "train {size}x{size} {}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
+        "train {size}x{size} {} on {}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
         net.name(),
+        bredon_nn::device::selected(),
         samples as f64 / secs,
         i as f64 / secs
     );

@@ -24,10 +24,18 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Forward pass of the network for search (`tei`, `play`, `analyse`, `arena`, `bench`):
-    /// `fast` (the default: BatchNorm folded, SIMD kernels) or `burn` (the training
-    /// framework's). Training runs take it from `[selfplay] inference` in the config.
+    /// `auto` (the default: `fast` on the CPU, `burn` on a GPU `--device`), `fast`
+    /// (BatchNorm folded, SIMD kernels, CPU) or `burn` (the training framework's, on the
+    /// device). Training runs take it from `[selfplay] inference` in the config.
     #[arg(long, global = true)]
     inference: Option<bredon_nn::InferenceKind>,
+    /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`
+    /// (GPU backends need a build with `--features wgpu` or `cuda`; `bredon devices`
+    /// lists the adapters). For `train` and `selfplay` it overrides the run config's
+    /// `[device] name`. Search on a GPU device uses burn's forward pass there unless
+    /// `--inference fast` keeps it on the CPU.
+    #[arg(long, global = true, value_name = "DEVICE")]
+    device: Option<bredon_nn::DeviceChoice>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -58,12 +66,23 @@ enum Command {
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
+    /// List the devices this build can run the network on (GPU adapters with `wgpu`).
+    Devices,
 }
 
 fn main() {
     let cli = Cli::parse();
     if let Some(kind) = cli.inference {
         bredon_nn::inference::set_default_kind(kind);
+    }
+    // Training runs read their device from the run config (`--device` overrides it); the
+    // other commands open it here, before any model is loaded.
+    let trains = matches!(cli.command, Command::Train(_) | Command::Selfplay(_));
+    if let (Some(choice), false) = (cli.device, trains)
+        && let Err(e) = select_device(choice)
+    {
+        eprintln!("bredon: error: {e:#}");
+        std::process::exit(1);
     }
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
@@ -74,8 +93,9 @@ fn main() {
         Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => {
             Err(anyhow::anyhow!("training runs take the inference path from `[selfplay] inference` in the run config, not --inference"))
         }
-        Command::Train(args) => train_cmd::run_train(args),
-        Command::Selfplay(args) => train_cmd::run_selfplay(args),
+        Command::Train(args) => train_cmd::run_train(args, cli.device),
+        Command::Selfplay(args) => train_cmd::run_selfplay(args, cli.device),
+        Command::Devices => devices(),
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args),
         Command::Plot(args) => plot_cmd::run(args),
@@ -86,4 +106,32 @@ fn main() {
         eprintln!("bredon: error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// Opens `choice` as the process's device and says which it is (on stderr: TEI speaks on
+/// stdout).
+pub fn select_device(choice: bredon_nn::DeviceChoice) -> anyhow::Result<()> {
+    bredon_nn::device::select(choice)?;
+    if !choice.is_cpu() {
+        eprintln!("device: {choice} (network search path: {})", bredon_nn::inference::default_kind().resolve());
+    }
+    Ok(())
+}
+
+/// `bredon devices`.
+fn devices() -> anyhow::Result<()> {
+    println!("cpu  burn flex backend; the fast path for search");
+    let adapters = bredon_nn::device::list_adapters();
+    for line in &adapters {
+        println!("{line}");
+    }
+    if !cfg!(feature = "wgpu") {
+        println!("(wgpu: not in this build; `cargo build --release -p bredon-cli --features wgpu`)");
+    } else if adapters.is_empty() {
+        println!("(wgpu: no adapter found; install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)");
+    }
+    if !cfg!(feature = "cuda") {
+        println!("(cuda: not in this build; `cargo build --release -p bredon-cli --features cuda`)");
+    }
+    Ok(())
 }

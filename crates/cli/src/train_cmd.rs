@@ -74,8 +74,17 @@ fn run_dir_for(args: &TrainArgs) -> Result<PathBuf> {
     Ok(PathBuf::from("checkpoints").join(stem))
 }
 
+/// Opens the run's device: `--device` if given, else the config's `[device] name`.
+fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<()> {
+    let choice = cli.unwrap_or(cfg.device.name);
+    crate::select_device(choice).with_context(|| match cli {
+        Some(_) => "--device".to_string(),
+        None => "the run config's [device] name (override it with --device)".to_string(),
+    })
+}
+
 /// `bredon train`.
-pub fn run_train(args: TrainArgs) -> Result<()> {
+pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
     let run = RunDir::new(run_dir_for(&args)?);
     let (given, text) = match &args.config {
         Some(p) => {
@@ -92,6 +101,7 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
     if let Some(m) = args.minutes {
         cfg.schedule.max_minutes = m;
     }
+    open_device(&cfg, device)?;
     let after_checkpoint: Option<bredon_selfplay::train::CheckpointHook> =
         (cfg.eval.arena_every > 0 || cfg.eval.gate.enabled).then(|| {
             let cfg = cfg.clone();
@@ -128,9 +138,10 @@ pub fn run_train(args: TrainArgs) -> Result<()> {
 }
 
 /// `bredon selfplay`.
-pub fn run_selfplay(args: SelfPlayArgs) -> Result<()> {
+pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
     let run = RunDir::new(&args.run);
     let cfg = open_run(&run, None, None)?;
+    open_device(&cfg, device)?;
     let stop = stop_flag();
     bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop)
 }

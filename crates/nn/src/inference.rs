@@ -13,16 +13,30 @@ use crate::model::TakNet;
 use crate::policy::{masked_softmax, policy_size};
 use crate::train::encode_batch;
 
-/// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the
-/// default) or `burn` (the training framework's own forward pass, the reference).
+/// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
+/// default), `burn` (the training framework's own forward pass, on the selected
+/// [`device`](crate::device())), or `auto`: fast on the CPU, burn on a GPU device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InferenceKind {
-    /// The fast path: BatchNorm folded, channels-last implicit-GEMM kernels.
+    /// Fast on the CPU, burn when a GPU device is selected.
     #[default]
+    Auto,
+    /// The fast path: BatchNorm folded, channels-last implicit-GEMM kernels (CPU).
     Fast,
-    /// burn's forward pass on the flex backend.
+    /// burn's forward pass on the selected device (flex on the CPU, or the GPU).
     Burn,
+}
+
+impl InferenceKind {
+    /// `Auto` made concrete for the selected device; the others as they are.
+    pub fn resolve(self) -> InferenceKind {
+        match self {
+            InferenceKind::Auto if crate::device::selected().is_cpu() => InferenceKind::Fast,
+            InferenceKind::Auto => InferenceKind::Burn,
+            k => k,
+        }
+    }
 }
 
 impl std::str::FromStr for InferenceKind {
@@ -30,9 +44,10 @@ impl std::str::FromStr for InferenceKind {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(InferenceKind::Auto),
             "fast" => Ok(InferenceKind::Fast),
             "burn" => Ok(InferenceKind::Burn),
-            other => Err(format!("unknown inference {other:?} (use fast or burn)")),
+            other => Err(format!("unknown inference {other:?} (use auto, fast or burn)")),
         }
     }
 }
@@ -40,6 +55,7 @@ impl std::str::FromStr for InferenceKind {
 impl std::fmt::Display for InferenceKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            InferenceKind::Auto => "auto",
             InferenceKind::Fast => "fast",
             InferenceKind::Burn => "burn",
         })
@@ -47,18 +63,27 @@ impl std::fmt::Display for InferenceKind {
 }
 
 /// The process-wide path of [`NetEvaluator::new`] and [`InferenceService::start`]
-/// (0 = fast, 1 = burn); the command line sets it with `--inference`.
+/// (0 = auto, 1 = fast, 2 = burn); the command line sets it with `--inference`.
 static DEFAULT_KIND: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Sets the path [`NetEvaluator::new`] and [`InferenceService::start`] use from now on.
 pub fn set_default_kind(kind: InferenceKind) {
-    DEFAULT_KIND.store(u8::from(kind == InferenceKind::Burn), Ordering::Relaxed);
+    let k = match kind {
+        InferenceKind::Auto => 0,
+        InferenceKind::Fast => 1,
+        InferenceKind::Burn => 2,
+    };
+    DEFAULT_KIND.store(k, Ordering::Relaxed);
 }
 
-/// The path [`NetEvaluator::new`] and [`InferenceService::start`] use: fast unless
+/// The path [`NetEvaluator::new`] and [`InferenceService::start`] use: auto unless
 /// [`set_default_kind`] said otherwise.
 pub fn default_kind() -> InferenceKind {
-    if DEFAULT_KIND.load(Ordering::Relaxed) == 1 { InferenceKind::Burn } else { InferenceKind::Fast }
+    match DEFAULT_KIND.load(Ordering::Relaxed) {
+        1 => InferenceKind::Fast,
+        2 => InferenceKind::Burn,
+        _ => InferenceKind::Auto,
+    }
 }
 
 /// A network ready for inference by either path.
@@ -71,11 +96,11 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// `model` for board `size`, run by `kind`.
+    /// `model` for board `size`, run by `kind` (`Auto` resolved for the selected device).
     pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
-        match kind {
+        match kind.resolve() {
             InferenceKind::Burn => Engine::Burn(model, size),
-            InferenceKind::Fast => Engine::Fast(FastNet::from_model(&model, size)),
+            _ => Engine::Fast(FastNet::from_model(&model, size)),
         }
     }
 
@@ -106,7 +131,7 @@ impl Engine {
 
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
 pub fn forward_raw(model: &TakNet, positions: &[&Position], size: usize) -> (Vec<f32>, Vec<f32>) {
-    let device = crate::device();
+    let device = model.device();
     let x = encode_batch(positions.iter().copied(), model.input_version(), size, &device);
     let (logits, values) = model.forward(x);
     let logits = logits.into_data().try_into_vec::<f32>().expect("f32 logits");
@@ -133,7 +158,7 @@ pub struct NetEvaluator {
 }
 
 impl NetEvaluator {
-    /// Wraps an inference model for board `size`, run by the [`default_kind`] path (fast
+    /// Wraps an inference model for board `size`, run by the [`default_kind`] path (auto
     /// unless changed).
     pub fn new(model: TakNet, size: usize) -> NetEvaluator {
         NetEvaluator::with_kind(model, size, default_kind())
@@ -200,7 +225,7 @@ pub struct InferenceHandle {
 
 impl InferenceService {
     /// Starts the service thread with `model` for board `size`, run by the
-    /// [`default_kind`] path (fast unless changed).
+    /// [`default_kind`] path (auto unless changed).
     pub fn start(model: TakNet, size: usize, max_batch: usize) -> InferenceService {
         InferenceService::start_with(model, size, max_batch, default_kind())
     }

@@ -1,9 +1,11 @@
 //! # bredon-nn
 //!
-//! Bredon's policy/value network on burn (flex backend, pure Rust CPU).
+//! Bredon's policy/value network on burn (flex backend, pure Rust CPU; `wgpu` and `cuda`
+//! backends behind the cargo features of those names).
 //!
 //! - [`encoding`]: the input planes (documented there), from the side to move's view.
 //! - [`policy`]: the fixed move index space per board size and the legal-move softmax.
+//! - [`device`]: where the network runs ([`DeviceChoice`]: cpu, wgpu, cuda), chosen once.
 //! - [`model`]: the residual CNN ([`NetConfig`], [`TakNet`]).
 //! - [`folded`]: the weights with BatchNorm folded into the convolutions (inference form).
 //! - [`fast`]: the fast inference path ([`fast::FastNet`]): channels-last implicit-GEMM
@@ -15,6 +17,7 @@
 //! - [`integrity`]: CRC-32C checksums of the files that matter, finite-weight checks.
 
 pub mod checkpoint;
+pub mod device;
 pub mod encoding;
 pub mod fast;
 pub mod folded;
@@ -31,7 +34,4 @@ pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, PolicyHead, TakNet};
 pub use train::{Losses, StepOutcome, TrainExample, Trainer};
 
-/// The device networks run on: burn's pure-Rust CPU backend.
-pub fn device() -> burn::prelude::Device {
-    burn::prelude::Device::flex()
-}
+pub use device::{DeviceChoice, DeviceError, device};

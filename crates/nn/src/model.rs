@@ -276,6 +276,11 @@ impl TakNet {
         self.input_version
     }
 
+    /// The device the weights are on (inputs must be made there).
+    pub fn device(&self) -> Device {
+        self.stem.weight.val().device()
+    }
+
     /// Policy logits and values.
     pub fn forward(&self, x: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
         let out = self.forward_all(x, false);

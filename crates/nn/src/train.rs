@@ -138,7 +138,7 @@ fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
 }
 
 /// Encodes positions in `input_version` into one input tensor on `device`.
-pub(crate) fn encode_batch<'a>(
+pub fn encode_batch<'a>(
     positions: impl ExactSizeIterator<Item = &'a Position>,
     input_version: u32,
     size: usize,
@@ -168,12 +168,17 @@ impl Trainer {
 
     /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately).
     pub fn from_model(config: &NetConfig, model: TakNet, settings: OptimizerSettings) -> Result<Trainer> {
-        let device = crate::device().autodiff();
+        Trainer::from_model_on(config, model, settings, &crate::device())
+    }
+
+    /// [`Trainer::from_model`] on `device` instead of the selected one.
+    pub fn from_model_on(config: &NetConfig, model: TakNet, settings: OptimizerSettings, device: &Device) -> Result<Trainer> {
+        let device = device.clone().autodiff();
         let model = model.to_device(&device).train();
         Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })
     }
 
-    /// The current weights as an inference model (plain CPU device, eval mode).
+    /// The current weights as an inference model (on the training device, eval mode).
     pub fn model(&self) -> TakNet {
         self.model.as_ref().expect("model present").valid()
     }

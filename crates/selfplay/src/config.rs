@@ -23,6 +23,18 @@ pub struct RunConfig {
     pub schedule: ScheduleConfig,
     /// Evaluation matches during training.
     pub eval: EvalConfig,
+    /// Where the network trains and (for `burn` inference) plays.
+    pub device: DeviceConfig,
+}
+
+/// The device of a run's process (`bredon train`, `bredon selfplay`); `--device` on the
+/// command line overrides it, so one run can train on a GPU box while CPU machines play.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeviceConfig {
+    /// `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`; a GPU needs a `bredon`
+    /// built with that cargo feature (`--features wgpu` or `cuda`).
+    pub name: bredon_nn::DeviceChoice,
 }
 
 /// The game being learnt.
@@ -76,8 +88,9 @@ pub struct SelfPlayConfig {
     pub resign_playthrough: f64,
     /// Largest batch the inference service runs at once.
     pub max_inference_batch: usize,
-    /// Forward pass of self-play and evaluation games: `fast` (BatchNorm folded,
-    /// hand-written SIMD kernels; the default) or `burn` (the training framework's).
+    /// Forward pass of self-play and evaluation games: `auto` (the default: `fast` on the
+    /// CPU, `burn` on a GPU device), `fast` (BatchNorm folded, hand-written SIMD kernels,
+    /// CPU) or `burn` (the training framework's, on the run's device).
     pub inference: bredon_nn::InferenceKind,
     /// Play the next generation's games while this one trains, with the weights from
     /// before this generation's training (one generation older), on the cores training
@@ -97,7 +110,7 @@ impl Default for SelfPlayConfig {
             resign_threshold: 0.0,
             resign_playthrough: 0.1,
             max_inference_batch: 256,
-            inference: bredon_nn::InferenceKind::Fast,
+            inference: bredon_nn::InferenceKind::Auto,
             overlap: false,
         }
     }

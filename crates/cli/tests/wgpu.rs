@@ -1,0 +1,124 @@
+//! `bredon` on burn's wgpu backend, end to end (built with `--features wgpu`; in CI on
+//! Mesa's lavapipe Vulkan driver, which runs on the CPU). Without an adapter these tests
+//! fail: there is no skip.
+#![cfg(feature = "wgpu")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bredon() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bredon"))
+}
+
+fn checked(cmd: &mut Command) -> (String, String) {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert!(out.status.success(), "{cmd:?} failed:\n{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// A 3x3 config small enough for lavapipe: 16 games of 16 visits and a few steps a
+/// generation, `generations` of them.
+fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
+    let text = format!(
+        "[game]\nsize = 3\n\n[net]\nblocks = 1\nchannels = 16\nvalue_hidden = 16\npolicy_filters = 4\nwdl = true\naux = true\n\n\
+         [search]\nleaf_batch = 8\n\n[selfplay]\ngames_per_generation = 16\nconcurrent_games = 8\nvisits = 16\nmax_plies = 30\n\n\
+         [train]\nbatch_size = 32\nmax_steps_per_generation = 6\nwindow_min = 200\noptimizer_states_kept = 0\n\n\
+         [schedule]\ngenerations = {generations}\nseed = 3\n\n[eval]\nevery = 0\n\n[device]\nname = \"wgpu\"\n"
+    );
+    let path = dir.join("tiny-wgpu.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("training exited ({status}) before {what}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn log_lines(run: &Path) -> usize {
+    std::fs::read_to_string(run.join("logs/generations.jsonl")).map(|t| t.lines().count()).unwrap_or(0)
+}
+
+/// A run on wgpu (the config's `[device]`) killed with SIGKILL after its first
+/// checkpoint, resumed on the CPU (`--device cpu` overrides the config) and back on wgpu;
+/// its export then plays on the CPU and on wgpu with the same evaluations.
+#[test]
+fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export_plays_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let config = tiny_config(dir.path(), 3);
+    let train = |extra: &[&str]| {
+        let mut c = bredon();
+        c.arg("train").arg("--config").arg(&config).arg("--run").arg(&run).arg("--quiet").args(extra);
+        c
+    };
+    // On wgpu until the first checkpoint, then SIGKILL.
+    let ck1 = run.join("checkpoints/gen-0001/state.json");
+    let mut child = train(&[]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(&mut child, "checkpoint gen-0001", || ck1.is_file());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Resumed on the CPU for one more generation.
+    let (_, err) = checked(&mut train(&["--device", "cpu", "--generations", "2"]));
+    assert!(!err.contains("device: wgpu"), "{err}");
+    assert_eq!(std::fs::read_to_string(run.join("latest")).unwrap().trim(), "gen-0002");
+    // Back on wgpu (from the config) to the end.
+    let (_, err) = checked(&mut train(&[]));
+    assert!(err.contains("device: wgpu"), "the trainer does not say it runs on wgpu:\n{err}");
+    assert_eq!(std::fs::read_to_string(run.join("latest")).unwrap().trim(), "gen-0003");
+    assert_eq!(log_lines(&run), 3, "one log line per generation");
+    checked(bredon().arg("check").arg("--run").arg(&run));
+
+    // The export is device-independent: it plays on the CPU (fast and burn paths) and on
+    // wgpu, and the three analyses of a game agree on every value.
+    let model = dir.path().join("m.bredon");
+    checked(bredon().arg("export").arg("--run").arg(&run).arg("-o").arg(&model));
+    let game = dir.path().join("g.ptn");
+    std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3 2. b2 b3 3. c2 a3\n").unwrap();
+    let analyse = |extra: &[&str]| {
+        let (out, _) = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&model).args(["--visits", "1"]).args(extra));
+        out
+    };
+    // The "white" column of every ply: a value, or won/lost/drawn when proven.
+    let values = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.split_whitespace().next().is_some_and(|w| w.parse::<usize>().is_ok()))
+            .map(|l| l.split_whitespace().nth(2).unwrap().to_string())
+            .collect()
+    };
+    let fast = analyse(&["--device", "cpu", "--inference", "fast"]);
+    let burn_cpu = analyse(&["--device", "cpu", "--inference", "burn"]);
+    let gpu = analyse(&["--device", "wgpu"]);
+    eprintln!("cpu fast:\n{fast}\nwgpu:\n{gpu}");
+    let (a, b, c) = (values(&fast), values(&burn_cpu), values(&gpu));
+    assert!(a.len() >= 6, "no values found in:\n{fast}");
+    assert_eq!((a.len(), b.len()), (c.len(), c.len()));
+    for (i, ((x, y), z)) in a.iter().zip(&b).zip(&c).enumerate() {
+        match (x.parse::<f64>(), y.parse::<f64>(), z.parse::<f64>()) {
+            (Ok(x), Ok(y), Ok(z)) => {
+                assert!((x - y).abs() <= 0.011 && (x - z).abs() <= 0.011, "ply {}: values {x} (fast) {y} (burn cpu) {z} (wgpu)", i + 1)
+            }
+            _ => assert!(x == y && x == z, "ply {}: {x} (fast) {y} (burn cpu) {z} (wgpu)", i + 1),
+        }
+    }
+}
+
+/// `--device` names a backend and an adapter that exist, or the command stops with a
+/// message that says what is there.
+#[test]
+fn a_missing_adapter_is_a_clear_error_naming_the_adapters() {
+    let out = bredon().args(["bench", "train", "--size", "3", "--seconds", "0", "--device", "wgpu:7"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no wgpu:7 adapter") && err.contains("adapters seen: wgpu:0"), "{err}");
+    let (list, _) = checked(bredon().arg("devices"));
+    assert!(list.lines().any(|l| l.starts_with("wgpu:0")), "{list}");
+}

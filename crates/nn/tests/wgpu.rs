@@ -1,0 +1,174 @@
+//! The network on burn's wgpu backend (built with `--features wgpu`; in CI on Mesa's
+//! lavapipe, a Vulkan driver that runs on the CPU). Without an adapter these tests fail:
+//! they exist to prove the GPU path works, so there is no skip.
+#![cfg(feature = "wgpu")]
+
+use bredon_nn::model::NetOutput;
+use bredon_nn::train::{OptimizerSettings, encode_batch};
+use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
+use bredon_rules::Position;
+use bredon_rules::notation::Ptn;
+use burn::prelude::{Device, Tensor};
+use rand::{Rng, SeedableRng};
+
+fn wgpu() -> Device {
+    DeviceChoice::Wgpu(None).open().unwrap_or_else(|e| panic!("no wgpu device: {e}"))
+}
+
+/// Positions of the reference games in `shared/data/games` (all 5x5).
+fn real_positions() -> Vec<Position> {
+    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let replay = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap().replay().unwrap();
+        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
+    }
+    out
+}
+
+/// Legal positions of `size` reached by random play.
+fn played_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let mut pos = Position::new(size).unwrap();
+        for _ in 0..rng.random_range(0..2 * size * size) {
+            let moves = pos.legal_moves();
+            if pos.result().is_some() {
+                break;
+            }
+            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
+        }
+        if pos.result().is_none() {
+            out.push(pos);
+        }
+    }
+    out
+}
+
+fn floats(t: Tensor<2>) -> Vec<f32> {
+    t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
+}
+
+/// Every head of `model` on the CPU and the same weights on wgpu, on `positions`.
+fn assert_heads_agree(model: &TakNet, positions: &[Position], size: usize, what: &str) {
+    let cpu = Device::flex();
+    let gpu = wgpu();
+    let on_gpu = model.clone().to_device(&gpu);
+    assert_eq!(on_gpu.device(), gpu);
+    let refs: Vec<&Position> = positions.iter().collect();
+    let v = model.input_version();
+    let a = model.forward_all(encode_batch(refs.iter().copied(), v, size, &cpu), true);
+    let b = on_gpu.forward_all(encode_batch(refs.iter().copied(), v, size, &gpu), true);
+    let heads = |o: NetOutput| -> Vec<(&'static str, Option<Vec<f32>>)> {
+        vec![
+            ("policy", Some(floats(o.policy))),
+            ("value", Some(floats(o.value))),
+            ("wdl", o.wdl.map(floats)),
+            ("flat_margin", o.flat_margin.map(floats)),
+            ("ownership", o.ownership.map(floats)),
+            ("opponent_policy", o.opponent_policy.map(floats)),
+        ]
+    };
+    let mut compared = 0;
+    for ((name, x), (_, y)) in heads(a).into_iter().zip(heads(b)) {
+        match (x, y) {
+            (Some(x), Some(y)) => {
+                assert_eq!(x.len(), y.len(), "{what} {name}");
+                let d = x.iter().zip(&y).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
+                assert!(d <= 1e-3, "{what}: {name} differs by {d} between flex and wgpu");
+                assert!(x.iter().any(|p| p.abs() > 1e-3), "{what}: {name} is all zero");
+                compared += 1;
+            }
+            (None, None) => {}
+            _ => panic!("{what}: {name} present on one device only"),
+        }
+    }
+    eprintln!("{what}: {compared} heads agree on {} positions", positions.len());
+}
+
+#[test]
+fn shipped_models_give_the_same_outputs_on_wgpu_as_on_the_cpu() {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let real = real_positions();
+    assert!(real.len() >= 64, "only {} reference positions", real.len());
+    let (m5, meta5) = load_exported(&shipped.join("5x5.bredon")).unwrap();
+    assert_heads_agree(&m5, &real[..real.len().min(128)], 5, "shipped 5x5");
+    let (m4, meta4) = load_exported(&shipped.join("4x4.bredon")).unwrap();
+    assert_heads_agree(&m4, &played_positions(4, 64, 4), 4, "shipped 4x4");
+    assert_eq!((meta4.size, meta5.size), (4, 5));
+}
+
+#[test]
+fn every_head_of_a_trained_conv_net_agrees_on_wgpu() {
+    // WDL, auxiliary heads and the convolutional policy head, with BatchNorm statistics
+    // moved off the identity by a few training steps, on 6x6.
+    let cfg = NetConfig {
+        blocks: 2,
+        channels: 32,
+        input_version: 2,
+        wdl: true,
+        aux: true,
+        policy_head: PolicyHead::Conv,
+        policy_filters: 8,
+        ..NetConfig::default_for_size(6)
+    };
+    let positions = played_positions(6, 96, 6);
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for chunk in positions.chunks(32) {
+        let batch: Vec<TrainExample> = chunk
+            .iter()
+            .map(|p| {
+                let moves = p.legal_moves();
+                TrainExample {
+                    policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                    value: rng.random_range(-1.0..1.0),
+                    position: p.clone(),
+                    wdl: None,
+                    aux: Default::default(),
+                }
+            })
+            .collect();
+        trainer.step(&batch, 0.01).unwrap();
+    }
+    assert_heads_agree(&trainer.model(), &positions, 6, "conv 6x6 net");
+}
+
+#[test]
+fn training_steps_on_wgpu_follow_the_cpu() {
+    // The same initial weights and batches: a step on each device gives the same losses
+    // and (nearly) the same weights, and the weights stay finite.
+    let cfg = NetConfig { blocks: 1, channels: 16, wdl: true, aux: true, ..NetConfig::default_for_size(4) };
+    let positions = played_positions(4, 64, 8);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let batch: Vec<TrainExample> = positions
+        .iter()
+        .map(|p| {
+            let moves = p.legal_moves();
+            TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
+        })
+        .collect();
+    let init = Trainer::new(&cfg, OptimizerSettings::default(), 5).unwrap().model();
+    let mut cpu = Trainer::from_model_on(&cfg, init.clone(), OptimizerSettings::default(), &Device::flex()).unwrap();
+    let mut gpu = Trainer::from_model_on(&cfg, init, OptimizerSettings::default(), &wgpu()).unwrap();
+    for step in 0..3 {
+        let a = cpu.step(&batch, 0.01).unwrap();
+        let b = gpu.step(&batch, 0.01).unwrap();
+        assert!((a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0), "step {step}: policy loss {} vs {}", a.policy, b.policy);
+        assert!((a.value - b.value).abs() < 1e-3, "step {step}: value loss {} vs {}", a.value, b.value);
+    }
+    assert_eq!(gpu.model().device(), wgpu());
+    assert_heads_agree(&cpu.model(), &positions, 4, "after 3 steps (cpu weights)");
+    let (c, g) = (cpu.model(), gpu.model().to_device(&Device::flex()));
+    let x = encode_batch(positions.iter(), 1, 4, &Device::flex());
+    let (pc, pg) = (floats(c.forward(x.clone()).0), floats(g.forward(x).0));
+    let d = pc.iter().zip(&pg).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
+    assert!(d <= 1e-2, "after 3 steps the two devices' nets differ by {d}");
+}
