@@ -400,7 +400,7 @@ fn parse_info(rest: &[&str]) -> Result<Info, TeiParseError> {
             // Another engine's extra fields (`seldepth 7`, `hashfull 10`): skipped with a
             // numeric value.
             _ => {
-                if !rest.get(i + 1).is_some_and(|v| v.parse::<i64>().is_ok()) {
+                if rest.get(i + 1).is_none_or(|v| v.parse::<i64>().is_err()) {
                     i += 1;
                     continue;
                 }
