@@ -254,17 +254,16 @@ impl TeiPlayer {
 
     fn go_command(&self, pos: &Position, limits: &MoveLimits) -> Result<(TeiCommand, Duration), PlayerError> {
         let grace = Duration::from_millis(self.config.move_timeout_ms);
-        let go = |p: GoParams| TeiCommand::Go(p);
         if let Some(n) = limits.nodes {
-            return Ok((go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
+            return Ok((TeiCommand::Go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
         }
         if let Some(t) = limits.movetime {
-            return Ok((go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }), grace + t));
+            return Ok((TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }), grace + t));
         }
         if let Some(c) = limits.clock {
             let own = if pos.side_to_move() == bredon_rules::Color::White { c.wtime } else { c.btime };
             let ms = |d: Duration| Some(d.as_millis() as u64);
-            let cmd = go(GoParams { wtime: ms(c.wtime), btime: ms(c.btime), winc: ms(c.winc), binc: ms(c.binc), ..GoParams::default() });
+            let cmd = TeiCommand::Go(GoParams { wtime: ms(c.wtime), btime: ms(c.btime), winc: ms(c.winc), binc: ms(c.binc), ..GoParams::default() });
             return Ok((cmd, grace + own));
         }
         Err(PlayerError::Other("no limit (nodes, movetime or clock) configured for the TEI engine".into()))
