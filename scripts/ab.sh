@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B protocol for a training change (README "Experiments"): two configs trained for the
+# A/B protocol for a training change (docs/arena.md "Experiments"): two configs trained for the
 # same wall-clock time from the same seed, one after the other (never side by side, so
 # both get the same machine), then their final exports play each other at a fixed time
 # per move, colour-swapped from shared openings, and each plays fixed baselines.

@@ -204,7 +204,7 @@ impl Player for MctsPlayer {
             (None, None, Some(t)) => Budget::Time(t),
             (None, None, None) => Budget::Visits(self.visits as u64),
         };
-        search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng)
+        search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng).map_err(PlayerError::Other)
     }
 }
 

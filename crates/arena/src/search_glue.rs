@@ -10,8 +10,6 @@ use rand::Rng;
 
 pub use bredon_mcts::{SearchConfig, UniformEvaluator};
 
-use crate::player::PlayerError;
-
 /// The search settings [`crate::MctsPlayer`] uses by default: `bredon_mcts`'s defaults
 /// with root noise off (matches measure strength, they do not explore).
 pub fn match_search_config() -> SearchConfig {
@@ -27,16 +25,17 @@ pub(crate) enum Budget {
     Time(Duration),
 }
 
-/// Searches `pos` within `budget` and returns the move to play.
+/// Searches `pos` within `budget` and returns the move to play, or why there is none (the
+/// player turns the reason into its error: this module knows nothing of players).
 pub(crate) fn search_best_move(
     pos: &Position,
     evaluator: &dyn Evaluator,
     config: &SearchConfig,
     budget: Budget,
     rng: &mut impl Rng,
-) -> Result<Move, PlayerError> {
+) -> Result<Move, String> {
     if pos.result().is_some() {
-        return Err(PlayerError::Other("the game is over".into()));
+        return Err("the game is over".into());
     }
     let mut search = ParallelSearch::new(pos.clone(), config.clone(), config.threads);
     let limits = match budget {
@@ -44,7 +43,7 @@ pub(crate) fn search_best_move(
         Budget::Time(t) => SearchLimits { deadline: Some(Instant::now() + t), ..SearchLimits::default() },
     };
     let result = search.run_with(evaluator, &limits, rng, |_| {});
-    result.best_move.ok_or_else(|| PlayerError::Other("the search found no move".into()))
+    result.best_move.ok_or_else(|| "the search found no move".into())
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@
 //!    unknown lines are ignored);
 //! 5. `quit` when the player is dropped (the process is killed if it does not exit soon).
 //!
+//! The lines are [`bredon_tei`]'s: commands formatted from [`TeiCommand`], the engine's
+//! lines read with [`bredon_tei::parse_response`].
+//!
 //! Standard output is read on a separate thread that forwards lines through a channel, so
 //! every wait has a timeout. If the engine exits, stalls past the timeout, or sends a line
 //! that breaks the protocol, the call fails with a [`PlayerError`] (the game loop turns it
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use bredon_rules::notation::parse_move;
 use bredon_rules::{GameOptions, Move, Position};
+use bredon_tei::{GoParams, Response, StartPosition, TeiCommand, parse_response};
 use serde::{Deserialize, Serialize};
 
 use crate::player::{MoveLimits, Player, PlayerError};
@@ -98,8 +102,8 @@ struct Engine {
 }
 
 impl Engine {
-    fn send(&mut self, line: &str) -> Result<(), PlayerError> {
-        writeln!(self.stdin, "{line}")
+    fn send(&mut self, cmd: &TeiCommand) -> Result<(), PlayerError> {
+        writeln!(self.stdin, "{cmd}")
             .and_then(|_| self.stdin.flush())
             .map_err(|e| PlayerError::Crashed(format!("cannot write to engine: {e}{}", self.tail())))
     }
@@ -127,7 +131,7 @@ impl Engine {
         let deadline = Instant::now() + timeout;
         loop {
             let line = self.next_line(deadline, timeout)?;
-            if line.split_whitespace().next() == Some(word) {
+            if bredon_tei::keyword(&line) == Some(word) {
                 return Ok(line);
             }
         }
@@ -139,7 +143,7 @@ impl Engine {
     }
 
     fn quit(mut self) {
-        let _ = writeln!(self.stdin, "quit").and_then(|_| self.stdin.flush());
+        let _ = writeln!(self.stdin, "{}", TeiCommand::Quit).and_then(|_| self.stdin.flush());
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -225,10 +229,10 @@ impl TeiPlayer {
         let mut engine = Engine { child, stdin, lines: rx, stderr_tail };
         let init = Duration::from_millis(cfg.init_timeout_ms);
         let handshake = (|| {
-            engine.send("tei")?;
+            engine.send(&TeiCommand::Tei)?;
             engine.wait_for("teiok", init)?;
             for (k, v) in &cfg.options {
-                engine.send(&format!("setoption name {k} value {v}"))?;
+                engine.send(&TeiCommand::SetOption { name: k.clone(), value: Some(v.clone()) })?;
             }
             Ok::<(), PlayerError>(())
         })();
@@ -248,23 +252,18 @@ impl TeiPlayer {
         e
     }
 
-    fn go_command(&self, pos: &Position, limits: &MoveLimits) -> Result<(String, Duration), PlayerError> {
+    fn go_command(&self, pos: &Position, limits: &MoveLimits) -> Result<(TeiCommand, Duration), PlayerError> {
         let grace = Duration::from_millis(self.config.move_timeout_ms);
         if let Some(n) = limits.nodes {
-            return Ok((format!("go nodes {n}"), grace));
+            return Ok((TeiCommand::Go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
         }
         if let Some(t) = limits.movetime {
-            return Ok((format!("go movetime {}", t.as_millis()), grace + t));
+            return Ok((TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }), grace + t));
         }
         if let Some(c) = limits.clock {
             let own = if pos.side_to_move() == bredon_rules::Color::White { c.wtime } else { c.btime };
-            let cmd = format!(
-                "go wtime {} btime {} winc {} binc {}",
-                c.wtime.as_millis(),
-                c.btime.as_millis(),
-                c.winc.as_millis(),
-                c.binc.as_millis()
-            );
+            let ms = |d: Duration| Some(d.as_millis() as u64);
+            let cmd = TeiCommand::Go(GoParams { wtime: ms(c.wtime), btime: ms(c.btime), winc: ms(c.winc), binc: ms(c.binc), ..GoParams::default() });
             return Ok((cmd, grace + own));
         }
         Err(PlayerError::Other("no limit (nodes, movetime or clock) configured for the TEI engine".into()))
@@ -281,14 +280,13 @@ impl Drop for TeiPlayer {
 
 /// Parses a `bestmove` line: `bestmove <move> [more…]`.
 pub fn parse_bestmove(line: &str, size: usize) -> Result<Move, PlayerError> {
-    let mut words = line.split_whitespace();
-    if words.next() != Some("bestmove") {
-        return Err(PlayerError::Protocol(format!("expected bestmove, got {line:?}")));
-    }
-    let Some(text) = words.next() else {
-        return Err(PlayerError::Protocol(format!("bestmove without a move: {line:?}")));
+    let text = match parse_response(line) {
+        Ok(Response::BestMove(text)) => text,
+        Ok(_) => return Err(PlayerError::Protocol(format!("expected bestmove, got {line:?}"))),
+        Err(e) if bredon_tei::keyword(line) == Some("bestmove") => return Err(PlayerError::Protocol(e.to_string())),
+        Err(_) => return Err(PlayerError::Protocol(format!("expected bestmove, got {line:?}"))),
     };
-    parse_move(text, size).map_err(|e| PlayerError::Unparsable { text: text.to_string(), reason: e.to_string() })
+    parse_move(&text, size).map_err(|e| PlayerError::Unparsable { text, reason: e.to_string() })
 }
 
 impl Player for TeiPlayer {
@@ -311,10 +309,10 @@ impl Player for TeiPlayer {
         let engine = self.engine.as_mut().context("engine not running")?;
         let r = (|| {
             if send_komi {
-                engine.send(&format!("setoption name HalfKomi value {}", opts.half_komi))?;
+                engine.send(&TeiCommand::SetOption { name: "HalfKomi".into(), value: Some(opts.half_komi.to_string()) })?;
             }
-            engine.send(&format!("teinewgame {}", opts.size))?;
-            engine.send("isready")?;
+            engine.send(&TeiCommand::NewGame(Some(opts.size)))?;
+            engine.send(&TeiCommand::IsReady)?;
             engine.wait_for("readyok", init)?;
             Ok::<(), PlayerError>(())
         })();
@@ -331,14 +329,8 @@ impl Player for TeiPlayer {
         let Some(engine) = self.engine.as_mut() else {
             return Err(PlayerError::Crashed("engine is not running".into()));
         };
-        let mut position = String::from("position startpos");
-        if !history.is_empty() {
-            position.push_str(" moves");
-            for mv in history {
-                position.push(' ');
-                position.push_str(&mv.to_ptn(size));
-            }
-        }
+        let position =
+            TeiCommand::Position { start: StartPosition::StartPos, moves: history.iter().map(|mv| mv.to_ptn(size)).collect() };
         let r = (|| {
             engine.send(&position)?;
             engine.send(&go)?;

@@ -103,13 +103,18 @@ fn gauntlet_with_openings_file_and_draw_adjudication() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
     let openings = out.join("openings.txt");
-    std::fs::write(&openings, "# two openings\na1 c3\n\nb2 a3 c1\n").unwrap();
+    // The second opening leaves white a flat ahead (c3 b2 against a1 and a wall) at the ply
+    // limit, with no road possible: its games are adjudicated before anyone moves, and the
+    // flats would have given them to white.
+    std::fs::write(&openings, "# two openings\na1 c3\n\na1 c3 b2 Sa2\n").unwrap();
     let config = MatchConfig {
         size: 3,
         games_per_pairing: 3, // rounded up to 4
         openings: OpeningsConfig::File { path: openings.clone(), count: None, shuffle_seed: None },
         schedule: Schedule::Gauntlet,
-        max_plies: 6,
+        // No 3x3 game ends within 4 plies (a road needs 3 stones of a colour; each side has
+        // placed 2), so every game reaches the limit.
+        max_plies: 4,
         adjudication: Adjudication::Draw,
         ..MatchConfig::default()
     };
@@ -119,14 +124,21 @@ fn gauntlet_with_openings_file_and_draw_adjudication() {
     assert_eq!(records.len(), 8);
     assert!(records.iter().all(|r| r.white == "r1" || r.black == "r1"));
     let openings_used: std::collections::BTreeSet<&str> = records.iter().map(|r| r.opening.as_str()).collect();
-    assert_eq!(openings_used.into_iter().collect::<Vec<_>>(), ["a1 c3", "b2 a3 c1"]);
+    assert_eq!(openings_used.into_iter().collect::<Vec<_>>(), ["a1 c3", "a1 c3 b2 Sa2"]);
+    let mut flat_leads = 0;
     for r in &records {
-        assert!(r.plies <= 6);
-        if r.termination == Termination::PlyLimit {
-            assert_eq!(r.result, "1/2-1/2");
-            assert_eq!(r.white_score, 0.5);
+        assert_eq!(r.termination, Termination::PlyLimit, "{r:?}");
+        assert_eq!(r.plies, 4);
+        assert_eq!(r.result, "1/2-1/2");
+        assert_eq!(r.white_score, 0.5);
+        let text = std::fs::read_to_string(out.join(&r.ptn_file)).unwrap();
+        let last = Ptn::parse(&text).unwrap().replay().unwrap().final_position().clone();
+        if last.flat_result() != bredon_rules::GameResult::Draw {
+            flat_leads += 1;
         }
     }
+    // Draw adjudication, not the flat count, decided the games from the second opening.
+    assert!(flat_leads >= 4, "{flat_leads} games with a flat lead at the limit");
     check_ptn_files(out, &records);
 
     // Stopping early from the callback.
@@ -180,12 +192,16 @@ fn bad_configs_are_clear_errors() {
 
 #[test]
 fn shared_openings_files_load() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/openings");
     for (size, file) in [(5, "5s_4ply_balanced_openings.txt"), (6, "6s_4ply_balanced_openings.txt")] {
-        let path = root.join(file);
-        if !path.exists() {
-            continue;
-        }
+        // `$BREDON_SHARED_DATA`, else `shared/data` found above the repository.
+        let Some(path) = bredon_rules::testdata::shared_data_file(&format!("openings/{file}")) else {
+            bredon_rules::testdata::skip_or_fail(
+                "shared_openings_files_load",
+                &format!("the shared openings file openings/{file}"),
+                "put the shared data beside the repository or set BREDON_SHARED_DATA",
+            );
+            return;
+        };
         let cfg = OpeningsConfig::File { path, count: Some(10), shuffle_seed: Some(1) };
         let openings = bredon_arena::load_openings(&cfg, bredon_rules::GameOptions::new(size)).unwrap();
         assert_eq!(openings.len(), 10);

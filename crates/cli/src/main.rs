@@ -12,7 +12,6 @@ mod plot_cmd;
 mod ptn_cmd;
 mod tactics_cmd;
 mod tei_cmd;
-mod tei_protocol;
 mod train_cmd;
 
 use clap::{Parser, Subcommand};

@@ -10,6 +10,7 @@ use bredon_mcts::{
 };
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
+use bredon_tei::{GoParams, Info, OptionInfo, Response, StartPosition, TeiCommand, parse_command, value_to_cp};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::io::{BufRead, Write};
@@ -20,7 +21,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::model_arg::{self, LoadedModel, ModelSet};
-use crate::tei_protocol::{GoParams, StartPosition, TeiCommand, parse_command};
 
 /// Arguments of `bredon tei`.
 #[derive(clap::Args, Debug)]
@@ -149,6 +149,10 @@ impl<W: Write + Send + 'static> Engine<W> {
         say(&self.out, line);
     }
 
+    fn tell(&self, response: Response) {
+        say(&self.out, &response.to_string());
+    }
+
     /// Handles one input line; returns `false` after `quit`.
     pub fn handle_line(&mut self, line: &str) -> bool {
         let cmd = match parse_command(line) {
@@ -161,13 +165,19 @@ impl<W: Write + Send + 'static> Engine<W> {
         };
         match cmd {
             TeiCommand::Tei => {
-                self.say(&format!("id name Bredon {}", env!("CARGO_PKG_VERSION")));
-                self.say("id author the Bredon developers");
-                let vars: String = HALF_KOMI_RANGE.map(|k| format!(" var {k}")).collect();
-                self.say(&format!("option name HalfKomi type combo default 0{vars}"));
-                self.say("teiok");
+                let id = |field: &str, value: String| Response::Id { field: field.into(), value };
+                self.tell(id("name", format!("Bredon {}", env!("CARGO_PKG_VERSION"))));
+                self.tell(id("author", "the Bredon developers".into()));
+                self.tell(Response::Option(OptionInfo {
+                    name: "HalfKomi".into(),
+                    kind: "combo".into(),
+                    default: Some("0".into()),
+                    vars: HALF_KOMI_RANGE.map(|k| k.to_string()).collect(),
+                    ..OptionInfo::default()
+                }));
+                self.tell(Response::TeiOk);
             }
-            TeiCommand::IsReady => self.say("readyok"),
+            TeiCommand::IsReady => self.tell(Response::ReadyOk),
             TeiCommand::SetOption { name, value } => self.set_option(&name, value.as_deref()),
             TeiCommand::NewGame(size) => {
                 self.interrupt();
@@ -384,7 +394,7 @@ impl<W: Write + Send + 'static> Engine<W> {
                 }
             }
             match result.best_move {
-                Some(mv) => say(&out, &format!("bestmove {}", mv.to_ptn(size))),
+                Some(mv) => say(&out, &Response::BestMove(mv.to_ptn(size)).to_string()),
                 None => say(&out, "info string error: no legal move"),
             }
             tree
@@ -416,32 +426,18 @@ fn say<W: Write>(out: &Mutex<W>, line: &str) {
     let _ = w.flush();
 }
 
-/// A search result's value as TEI `score cp`, on the scale Tak match runners and engines
-/// (Tiltak) use: 100 × the expected score for the side to move, so an unproven value is
-/// in [-100, 100] and `cp / 100` reads as the value itself. A proven result is reported
-/// as ±(10000 − plies to the end of the line): far outside that range, so it cannot be
-/// mistaken for an evaluation, and still a plain `score cp` that every runner parses.
-pub fn value_to_cp(value: f32, proven: bool, plies: usize) -> i32 {
-    if proven {
-        let mate = 10000 - plies.min(1000) as i32;
-        return if value > 0.0 { mate } else if value < 0.0 { -mate } else { 0 };
-    }
-    (value.clamp(-1.0, 1.0) * 100.0).round() as i32
-}
-
 /// The `info` line for a search result.
 fn info_line(r: &SearchResult, size: usize, began: Instant) -> String {
     let ms = began.elapsed().as_millis().max(1) as u64;
-    let pv: Vec<String> = r.pv.iter().map(|m| m.to_ptn(size)).collect();
-    format!(
-        "info depth {} nodes {} score cp {} time {} nps {} pv {}",
-        r.pv.len().max(1),
-        r.playouts,
-        value_to_cp(r.value, r.proven, r.pv.len()),
-        ms,
-        r.playouts * 1000 / ms,
-        pv.join(" ")
-    )
+    let info = Info {
+        depth: Some(r.pv.len().max(1) as u64),
+        nodes: Some(r.playouts),
+        score_cp: Some(value_to_cp(r.value, r.proven, r.pv.len())),
+        time_ms: Some(ms),
+        nps: Some(r.playouts * 1000 / ms),
+        pv: Some(r.pv.iter().map(|m| m.to_ptn(size)).collect()),
+    };
+    Response::Info(info).to_string()
 }
 
 #[cfg(test)]
@@ -723,14 +719,5 @@ mod tests {
         assert_eq!(set.get(4).unwrap().0, first.path().join("4x4.bredon"));
         assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
         assert!(ModelSet::find(&[first.path().join("missing")]).unwrap().is_empty());
-    }
-
-    #[test]
-    fn value_to_cp_uses_the_runners_scale() {
-        assert_eq!(value_to_cp(0.0, false, 3), 0);
-        assert_eq!(value_to_cp(0.5, false, 3), 50);
-        assert_eq!(value_to_cp(-0.999, false, 3), -100);
-        assert_eq!(value_to_cp(-1.0, true, 3), -9997);
-        assert_eq!(value_to_cp(1.0, true, 1), 9999);
     }
 }

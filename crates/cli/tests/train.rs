@@ -1,5 +1,6 @@
-//! End-to-end training tests on 3x3: the trained network beats the uniform-policy search,
-//! and a run killed with SIGKILL at any moment resumes without losing anything.
+//! End-to-end training tests on 3x3: the trained network beats the uniform-policy search by a
+//! margin a non-learning net cannot reach, and a run killed with SIGKILL at any moment
+//! resumes without losing anything.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,8 +33,10 @@ fn checked(cmd: &mut Command) -> String {
 }
 
 /// The documented 3x3 config trains for its six generations; the final network then
-/// plays the uniform-policy search with the same visits per move (40 games, colours
-/// swapped in pairs, varied openings, fixed seeds) and must win the majority.
+/// plays the uniform-policy search with the same visits per move (80 games, colours
+/// swapped in pairs, varied openings, fixed seeds) and must score at least 65 %: a net
+/// that learned nothing cannot (one as good as the uniform policy scores about 50 %, within
+/// ±6 % over 80 games; the random gen-0000 scores about 21 %; the trained net about 90 %).
 #[test]
 fn a_trained_3x3_net_beats_the_uniform_search() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,19 +52,19 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
     let out = dir.path().join("match");
     checked(
         bredon()
-            .args(["arena", "--size", "3", "--games", "40", "--visits", "64", "--threads", "2"])
+            .args(["arena", "--size", "3", "--games", "80", "--visits", "64", "--threads", "2"])
             .args(["--player", &ckpt, "--player", "uniform:64", "--out"])
             .arg(&out),
     );
     let records = bredon_arena::load_records(&out.join("results.jsonl")).unwrap();
-    assert_eq!(records.len(), 40);
+    assert_eq!(records.len(), 80);
     let score: f64 = records
         .iter()
         .map(|r| if r.white == "trained" { r.white_score } else { 1.0 - r.white_score })
         .sum::<f64>()
         / records.len() as f64;
     eprintln!("trained 3x3 net vs uniform:64: {:.1}%", score * 100.0);
-    assert!(score > 0.5, "the trained net scored only {:.1}% against the uniform search", score * 100.0);
+    assert!(score >= 0.65, "the trained net scored only {:.1}% against the uniform search (65 % needed)", score * 100.0);
 
     // The run's Elo ladder: a curve against minutes of training, as a chart and a table.
     checked(bredon().args(["arena", "--games", "2", "--visits", "16", "--every", "3", "--run"]).arg(&run));

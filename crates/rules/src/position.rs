@@ -767,12 +767,6 @@ fn dir_step(dir: Direction, n: usize) -> isize {
     }
 }
 
-impl std::fmt::Debug for Position {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Position({})", crate::notation::tps::write_tps(self))
-    }
-}
-
 impl std::hash::Hash for Position {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_u64(self.hash);

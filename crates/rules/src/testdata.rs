@@ -20,6 +20,32 @@ pub fn shared_data_dir() -> Option<PathBuf> {
     }
 }
 
+/// Whether the tests run in CI: `CI` is set to anything but empty, `0` or `false`
+/// (`.ci/run` exports `CI=1`, as most CI services do). In CI a test whose tool or data is
+/// missing fails instead of skipping.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
+/// For a test that cannot check what it exists for because `what` is missing (a program, a
+/// Python package, a data set; `fix` says how to get it). In CI ([`in_ci`]) it panics:
+/// there a missing prerequisite is a failure. Elsewhere it writes a `SKIPPED` line
+/// straight to the process's stderr, which the test harness does not capture, so it shows
+/// in a plain `cargo test`; the test then returns early.
+pub fn skip_or_fail(test: &str, what: &str, fix: &str) {
+    if in_ci() {
+        panic!("{test}: {what} is missing, and CI must run this test ({fix})");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {what} is missing ({fix}); in CI this fails ***\n");
+}
+
+/// A file under the shared data directory ([`shared_data_dir`]), if the directory is found
+/// and the file exists.
+pub fn shared_data_file(rel: &str) -> Option<PathBuf> {
+    shared_data_dir().map(|d| d.join(rel)).filter(|p| p.exists())
+}
+
 /// One perft reference entry: a start position (TPS, or `None` for the empty board of
 /// `size`) and the node counts per depth.
 #[derive(Clone, Debug)]

@@ -207,6 +207,14 @@ pub fn write_tps(pos: &Position) -> String {
     format!("{} {} {}", out, pos.side_to_move().player_number(), pos.move_number())
 }
 
+/// A position debug-prints as its TPS (here, not in `position.rs`: the rules don't know
+/// the notation, the notation knows the rules).
+impl std::fmt::Debug for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Position({})", write_tps(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
