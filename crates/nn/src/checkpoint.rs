@@ -96,6 +96,11 @@ pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta)> {
 /// [`load_model`] without the warning: also says whether checksums were verified.
 pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
     let meta_path = dir.join("model.json");
+    let len = std::fs::metadata(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?.len();
+    if len > Limits::METADATA_BYTES as u64 {
+        let e = ModelFileError::MetadataTooLong { len, max: Limits::METADATA_BYTES };
+        return Err(anyhow::Error::new(e).context(format!("in {}", meta_path.display())));
+    }
     let text = std::fs::read(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
     let (obj, _, v_meta) = from_checked_json::<serde_json::Value>(&text, &meta_path)?;
     let meta = ModelMeta::from_json(obj.clone()).with_context(|| format!("in {}", meta_path.display()))?;

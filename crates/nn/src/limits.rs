@@ -40,7 +40,8 @@ impl Limits {
     pub const POLICY_FILTERS: (u64, u64) = (1, 256);
     /// Parameters of the whole network (2^28 floats: 1 GiB of weights).
     pub const PARAMETERS: u64 = 1 << 28;
-    /// Bytes of a `.bredon` export's JSON metadata (a real one is about 250).
+    /// Bytes of a model's JSON metadata (a `.bredon` export's or a checkpoint's
+    /// `model.json`; a real one is about 250 or 400).
     pub const METADATA_BYTES: usize = 64 * 1024;
 }
 
@@ -100,7 +101,7 @@ pub enum ModelFileError {
         max: u64,
     },
     /// The metadata of an export is longer than [`Limits::METADATA_BYTES`].
-    #[error("metadata of {len} bytes, more than the limit of {max}")]
+    #[error("metadata of {len} bytes, more than the limit of {max} bytes")]
     MetadataTooLong {
         /// Its length.
         len: u64,
@@ -292,7 +293,7 @@ pub fn check_weights(cfg: &NetConfig, bytes: Bytes) -> Result<(), ModelFileError
     let stored = reader.into_tensors().map_err(|e| ModelFileError::BadWeights(bounded(&e.to_string(), MAX_MESSAGE)))?;
     let mut stored: std::collections::HashMap<String, (DType, Vec<u64>)> =
         stored.into_iter().map(|t| (t.name, (t.dtype, t.shape.iter().map(|&d| d as u64).collect()))).collect();
-    let name = |s: &str| bounded(s, 60);
+    let name = |s: &str| bounded(s, 40);
     let mut problems = Vec::new();
     let mut count = 0usize;
     let mut note = |p: String| {
