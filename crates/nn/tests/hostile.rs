@@ -81,6 +81,25 @@ fn the_shipped_model_loads_as_bytes() {
     assert_eq!((m.size, m.net.blocks, m.net.channels), (4, 4, 48));
 }
 
+/// The smallest network within the limits (3x3, one block, one channel, widths of one)
+/// exports and loads: the lower bounds refuse nothing real. (Written to
+/// `BREDON_HOSTILE_DIR` as `tiny-valid.bredon`, the `model_file` fuzz target's seed.)
+#[test]
+fn the_smallest_network_within_the_limits_loads() {
+    use bredon_nn::checkpoint::ModelMeta;
+    use bredon_nn::{NetConfig, TakNet, export_model};
+    let cfg = NetConfig { size: 3, blocks: 1, channels: 1, value_hidden: 1, policy_filters: 1, ..NetConfig::default() };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tiny.bredon");
+    export_model(&TakNet::new(&cfg, &bredon_nn::device()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let (_, meta, _) = load_exported_bytes(&bytes, "tiny.bredon").unwrap();
+    assert_eq!(meta.net, cfg);
+    if let Some(d) = std::env::var_os("BREDON_HOSTILE_DIR") {
+        std::fs::write(Path::new(&d).join("tiny-valid.bredon"), &bytes).unwrap();
+    }
+}
+
 #[test]
 fn hostile_metadata_is_refused_naming_the_field() {
     let e = refused("channels-200000", &edited(|m| m["net"]["channels"] = json!(200000)), &["`net.channels`", "200000", "1024"]);
