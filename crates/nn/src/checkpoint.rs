@@ -6,11 +6,11 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::encoding::check_input_version;
 use crate::fsutil::{atomic_write, atomic_write_with};
 use crate::integrity::{
     Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
 };
+use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
 
@@ -47,19 +47,22 @@ impl ModelMeta {
         }
     }
 
-    fn check(&self) -> Result<()> {
-        check_input_version(self.input_version)?;
-        if self.net.input_version != self.input_version {
-            bail!(
-                "model metadata is inconsistent (input version {}, network input version {})",
-                self.input_version,
-                self.net.input_version
-            );
-        }
-        if self.size != self.net.size || self.policy_size != policy_size(self.size) {
-            bail!("model metadata is inconsistent (size {}, policy size {})", self.size, self.policy_size);
-        }
-        Ok(())
+    /// Checks the metadata against [`crate::limits::Limits`] and for consistency (board
+    /// sizes, input versions, policy size, the network's parameter count): the error names
+    /// the field and the limit.
+    pub fn check(&self) -> Result<(), ModelFileError> {
+        check_meta(self.size, self.input_version, self.policy_size, &self.net)
+    }
+
+    /// Parses and checks a model's metadata from its JSON object: numeric fields are
+    /// checked to be whole numbers before parsing and against the limits after, so a
+    /// hostile value is refused with an error naming its field before anything is built.
+    pub fn from_json(value: serde_json::Value) -> Result<ModelMeta, ModelFileError> {
+        check_meta_json(&value)?;
+        let meta: ModelMeta =
+            serde_json::from_value(value).map_err(|e| ModelFileError::BadMetadata(bounded(&e.to_string(), MAX_MESSAGE)))?;
+        meta.check()?;
+        Ok(meta)
     }
 }
 
@@ -93,9 +96,14 @@ pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta)> {
 /// [`load_model`] without the warning: also says whether checksums were verified.
 pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
     let meta_path = dir.join("model.json");
+    let len = std::fs::metadata(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?.len();
+    if len > Limits::METADATA_BYTES as u64 {
+        let e = ModelFileError::MetadataTooLong { len, max: Limits::METADATA_BYTES };
+        return Err(anyhow::Error::new(e).context(format!("in {}", meta_path.display())));
+    }
     let text = std::fs::read(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let (meta, obj, v_meta) = from_checked_json::<ModelMeta>(&text, &meta_path)?;
-    meta.check().with_context(|| format!("in {}", meta_path.display()))?;
+    let (obj, _, v_meta) = from_checked_json::<serde_json::Value>(&text, &meta_path)?;
+    let meta = ModelMeta::from_json(obj.clone()).with_context(|| format!("in {}", meta_path.display()))?;
     let weights = dir.join("model.bpk");
     let bytes = std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?;
     let v_weights = check_crc(&bytes, crc_field(&obj, WEIGHTS_CRC_FIELD), &weights)
@@ -106,14 +114,19 @@ pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> 
     Ok((model, meta, verified))
 }
 
-/// Builds the network of `meta` from burnpack bytes held in memory (burn's file loader
-/// reads lazily from the path, which must then outlive the model; bytes don't).
+/// Builds the network of `meta` (already checked) from burnpack bytes held in memory
+/// (burn's file loader reads lazily from the path, which must then outlive the model;
+/// bytes don't). The stored tensors' names, shapes and dtypes are checked against the
+/// architecture first, from the burnpack's header, so a mismatch is refused before the
+/// network is built.
 fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet> {
-    let record = burn::store::ModuleRecord::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
-        .map_err(|e| anyhow::anyhow!("bad weights: {e:?}"))?;
-    let model = TakNet::new(&meta.net, &crate::device())
-        .try_load_record(record)
-        .map_err(|e| anyhow::anyhow!("weights do not fit the architecture {}: {e:?}", meta.net.name()))?;
+    let bytes = burn::tensor::Bytes::from_bytes_vec(bytes).shared(); // clones share the data
+    check_weights(&meta.net, bytes.clone())?;
+    let record = burn::store::ModuleRecord::from_bytes(bytes)
+        .map_err(|e| ModelFileError::BadWeights(bounded(&format!("{e}"), MAX_MESSAGE)))?;
+    let model = TakNet::new(&meta.net, &crate::device()).try_load_record(record).map_err(|e| {
+        ModelFileError::WeightsMismatch { arch: meta.net.name(), summary: bounded(&format!("{e}"), MAX_MESSAGE) }
+    })?;
     Ok(model.valid())
 }
 
@@ -162,27 +175,39 @@ pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verifie
         return load_model_verified(path);
     }
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    load_exported_bytes(&bytes, &path.display().to_string())
+}
+
+/// [`load_exported_verified`] of a file's contents; `name` names it in errors. Checks, in
+/// order: the magic and checksum, the metadata's length, fields and limits
+/// ([`ModelMeta::from_json`]), the stored tensors against the architecture, then builds
+/// the network and checks that its weights are finite.
+pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMeta, Verified)> {
     let (body, verified) = if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC {
-        let body = split_crc(&bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}; export the model again or restore it from a copy", path.display()))?;
+        let body = split_crc(bytes).map_err(|e| anyhow::anyhow!("{name}: {e}; export the model again or restore it from a copy"))?;
         (body, Verified::Ok)
     } else if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC_V1 {
-        (&bytes[..], Verified::NoChecksum)
+        (bytes, Verified::NoChecksum)
     } else {
-        bail!("{} is not a Bredon model file", path.display());
+        bail!("{name} is not a Bredon model file");
     };
     if body.len() < 12 {
-        bail!("{} is truncated", path.display());
+        bail!("{name} is truncated");
     }
-    let len = u32::from_le_bytes(body[8..12].try_into().expect("4 bytes")) as usize;
+    let len = u32::from_le_bytes(body[8..12].try_into().expect("4 bytes"));
+    if len as usize > Limits::METADATA_BYTES {
+        let e = ModelFileError::MetadataTooLong { len: len.into(), max: Limits::METADATA_BYTES };
+        return Err(anyhow::Error::new(e).context(format!("in {name}")));
+    }
+    let len = len as usize;
     if body.len() < 12 + len {
-        bail!("{} is truncated", path.display());
+        bail!("{name} is truncated");
     }
-    let meta: ModelMeta = serde_json::from_slice(&body[12..12 + len]).with_context(|| format!("metadata of {}", path.display()))?;
-    meta.check().with_context(|| format!("in {}", path.display()))?;
-    let model = weights_from_bytes(&meta, body[12 + len..].to_vec())
-        .with_context(|| format!("loading weights of {}", path.display()))?;
-    check_finite(&model).with_context(|| format!("in {}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len])
+        .map_err(|e| anyhow::anyhow!("metadata of {name} is not valid JSON: {}", bounded(&e.to_string(), MAX_MESSAGE)))?;
+    let meta = ModelMeta::from_json(json).with_context(|| format!("in {name}"))?;
+    let model = weights_from_bytes(&meta, body[12 + len..].to_vec()).with_context(|| format!("loading weights of {name}"))?;
+    check_finite(&model).with_context(|| format!("in {name}"))?;
     Ok((model, meta, verified))
 }
 

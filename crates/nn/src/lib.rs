@@ -15,6 +15,8 @@
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
 //! - [`integrity`]: CRC-32C checksums of the files that matter, finite-weight checks.
+//! - [`limits`]: bounds on the architecture and weights a model file may describe,
+//!   checked before anything is allocated.
 
 pub mod checkpoint;
 pub mod device;
@@ -24,6 +26,7 @@ pub mod folded;
 pub mod fsutil;
 pub mod inference;
 pub mod integrity;
+pub mod limits;
 pub mod onnx;
 pub mod model;
 pub mod policy;

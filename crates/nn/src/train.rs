@@ -192,7 +192,11 @@ impl Trainer {
     pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<()> {
         let fresh = make_optimizer(&self.settings)?;
         let optim = std::mem::replace(&mut self.optim, fresh);
-        self.optim = optim.load(path).map_err(|e| anyhow::anyhow!("loading optimizer state {}: {e:?}", path.display()))?;
+        self.optim = optim.load(path).map_err(|e| {
+            // burn's error can list every tensor of the state: keep the message short.
+            let e = crate::limits::bounded(&format!("{e:?}"), crate::limits::MAX_MESSAGE);
+            anyhow::anyhow!("loading optimizer state {}: {e}", path.display())
+        })?;
         Ok(())
     }
 

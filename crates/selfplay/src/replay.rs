@@ -24,6 +24,20 @@ pub const MAGIC: &[u8; 8] = b"BREDONG1";
 /// Version of the record layout below (2: version 1 plus a CRC-32C trailer).
 pub const FORMAT_VERSION: u32 = 2;
 
+/// Why a decoded record cannot be used (the checks added for hostile files; the older
+/// ones are plain messages).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// A ply's visit counts name a move that is not legal in the position searched.
+    #[error("record ply {ply}: its visit counts name an illegal move (code {mv})")]
+    IllegalPolicyMove {
+        /// The ply (from 1).
+        ply: usize,
+        /// The move's code (`Move.0`).
+        mv: u16,
+    },
+}
+
 /// How a game ended, as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StoredResult {
@@ -173,9 +187,11 @@ impl GameRecord {
         GameOptions::new(self.size as usize).with_half_komi(self.half_komi)
     }
 
-    /// Number of training samples (plies with visit counts).
+    /// Number of training samples (plies with visit counts, not all zero), the length of
+    /// [`GameRecord::samples`].
     pub fn sample_count(&self) -> usize {
-        self.plies.iter().filter(|p| !p.visits.is_empty()).count()
+        // As `samples`: a ply whose counts are all zero is no sample.
+        self.plies.iter().filter(|p| p.visits.iter().any(|&(_, v)| v > 0)).count()
     }
 
     /// Replays the game and returns its training samples.
@@ -185,7 +201,8 @@ impl GameRecord {
             .plies
             .iter()
             .map(|ply| {
-                let total: u32 = ply.visits.iter().map(|&(_, v)| v).sum();
+                // Summed wide: a record's counts are not trusted to fit a u32 together.
+                let total: u64 = ply.visits.iter().map(|&(_, v)| u64::from(v)).sum();
                 (total > 0).then(|| ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect())
             })
             .collect();
@@ -193,6 +210,11 @@ impl GameRecord {
         let unknown: Arc<[i8]> = Arc::from(Vec::new());
         for (i, ply) in self.plies.iter().enumerate() {
             if let Some(policy) = &policies[i] {
+                // Every policy move must be legal where it was searched: training indexes
+                // the policy by move, and a move of another board size is out of range.
+                if let Some(&(mv, _)) = policy.iter().find(|&&(mv, _)| !pos.is_legal(mv)) {
+                    return Err(RecordError::IllegalPolicyMove { ply: i + 1, mv: mv.0 }.into());
+                }
                 out.push(Sample {
                     position: pos.clone(),
                     policy: policy.clone(),
@@ -241,7 +263,13 @@ impl GameRecord {
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         let (body, verified) = match version {
             1 => (&bytes[12..], Verified::NoChecksum),
-            FORMAT_VERSION => (&split_crc(bytes)?[12..], Verified::Ok),
+            FORMAT_VERSION => {
+                // What the checksum covers may be shorter than the header (a 12- to 15-byte
+                // file; only a fuzz build, which skips the checksum, reaches it).
+                let body = split_crc(bytes)?;
+                let Some(body) = body.get(12..) else { bail!("game record truncated ({} bytes)", bytes.len()) };
+                (body, Verified::Ok)
+            }
             _ => bail!("game record format {version}, this build reads 1 and {FORMAT_VERSION}"),
         };
         let record: GameRecord = postcard::from_bytes(body).context("undecodable record")?;
@@ -420,6 +448,41 @@ mod tests {
                 assert!(s.opponent_policy.is_none(), "the last ply has no reply");
             }
         }
+    }
+
+    /// Hostile records with valid checksums (found by the `game_record` fuzz target): a
+    /// policy move that is not legal (here a 6x6 square on 3x3, which indexed past the
+    /// policy in training) is refused naming the ply; visit counts whose sum passes
+    /// `u32::MAX` (an overflow: a panic in debug builds, probabilities above 1 in release)
+    /// give a policy that sums to 1.
+    #[test]
+    fn hostile_visit_counts_are_refused_or_normalised() {
+        let mut r = sample_record();
+        let far = Move::place(bredon_rules::Square(35), bredon_rules::PieceKind::Flat);
+        r.plies[1].visits.push((far.0, 1));
+        let back = GameRecord::from_bytes(&r.to_bytes().unwrap()).unwrap();
+        let e = back.samples().unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<RecordError>(),
+            Some(&RecordError::IllegalPolicyMove { ply: 2, mv: far.0 }),
+            "{e:#}"
+        );
+        let mut r = sample_record();
+        r.plies[0].visits = vec![(r.plies[0].mv, u32::MAX), (r.plies[0].visits[1].0, u32::MAX)];
+        let samples = GameRecord::from_bytes(&r.to_bytes().unwrap()).unwrap().samples().unwrap();
+        let total: f32 = samples[0].policy.iter().map(|p| p.1).sum();
+        assert!((total - 1.0).abs() < 1e-6, "{total}");
+    }
+
+    /// A ply whose visit counts are all zero is no sample, and `sample_count` says so (it
+    /// counted it: found by the `game_record` fuzz target).
+    #[test]
+    fn zero_visit_counts_are_no_sample() {
+        let mut r = sample_record();
+        let n = r.sample_count();
+        r.plies[0].visits = vec![(r.plies[0].mv, 0), (r.plies[0].visits[1].0, 0)];
+        assert_eq!(r.sample_count(), n - 1);
+        assert_eq!(r.samples().unwrap().len(), n - 1);
     }
 
     #[test]
