@@ -230,11 +230,8 @@ pub fn run_match(
     let opening_texts: Vec<String> = openings.iter().map(|o| opening_to_string(o, config.size)).collect();
     std::fs::create_dir_all(out_dir.join("games")).with_context(|| format!("creating {}", out_dir.display()))?;
     let results_path = out_dir.join(&config.results_file);
-    let done: HashSet<String> = if config.resume {
-        load_records(&results_path)?.into_iter().map(|r| r.key).collect()
-    } else {
-        HashSet::new()
-    };
+    let done: HashSet<String> =
+        if config.resume { load_records(&results_path)?.into_iter().map(|r| r.key).collect() } else { HashSet::new() };
 
     let pairings = pairings(config.schedule, entrants.len());
     let mut jobs = Vec::new();
@@ -261,7 +258,8 @@ pub fn run_match(
     std::thread::scope(|scope| {
         for _ in 0..config.threads.min(jobs.len().max(1)) {
             let tx = tx.clone();
-            let (jobs, next, stop, openings, opening_texts, done) = (&jobs, &next, &stop, &openings, &opening_texts, &done);
+            let (jobs, next, stop, openings, opening_texts, done) =
+                (&jobs, &next, &stop, &openings, &opening_texts, &done);
             scope.spawn(move || {
                 let (ack_tx, ack_rx) = channel::<()>();
                 let mut players: HashMap<usize, Box<dyn Player>> = HashMap::new();
@@ -484,7 +482,12 @@ pub fn run_arena(
 /// Rates every game in a results file and writes `ratings.csv` and `ratings.json` in
 /// `out_dir`. `players` fixes the order of the first rows' players and the default anchor
 /// (the first of them, unless `elo.anchor` names another).
-pub fn rate_results(results: &Path, players: &[String], elo: &EloOptions, out_dir: &Path) -> anyhow::Result<RatingsTable> {
+pub fn rate_results(
+    results: &Path,
+    players: &[String],
+    elo: &EloOptions,
+    out_dir: &Path,
+) -> anyhow::Result<RatingsTable> {
     let records = load_records(results)?;
     let table = RatingsTable::from_records(&records, players, elo);
     table.write_csv(&out_dir.join("ratings.csv"))?;

@@ -412,7 +412,11 @@ impl RatingsTable {
             "name,elo,lo95,hi95,games,wins,draws,losses,score,white_games,white_score,black_games,black_score,connected\n",
         );
         for r in &self.rows {
-            let name = if r.name.contains([',', '"', '\n']) { format!("\"{}\"", r.name.replace('"', "\"\"")) } else { r.name.clone() };
+            let name = if r.name.contains([',', '"', '\n']) {
+                format!("\"{}\"", r.name.replace('"', "\"\""))
+            } else {
+                r.name.clone()
+            };
             s.push_str(&format!(
                 "{name},{:.1},{:.1},{:.1},{},{},{},{},{:.4},{},{:.4},{},{:.4},{}\n",
                 r.elo,

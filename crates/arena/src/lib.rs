@@ -40,7 +40,10 @@ pub mod spec;
 pub mod sprt;
 pub mod tei;
 
-pub use arena::{ArenaPaths, GateReport, MatchConfig, Schedule, check_players, entrants_from_specs, pairings, rate_results, run_arena, run_gate, run_match};
+pub use arena::{
+    ArenaPaths, GateReport, MatchConfig, Schedule, check_players, entrants_from_specs, pairings, rate_results,
+    run_arena, run_gate, run_match,
+};
 pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
 pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 pub use openings::{Opening, OpeningsConfig, load_openings};

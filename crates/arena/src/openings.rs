@@ -80,7 +80,8 @@ pub fn load_openings(config: &OpeningsConfig, options: GameOptions) -> anyhow::R
         OpeningsConfig::None => Ok(vec![Vec::new()]),
         OpeningsConfig::Random { plies, count, seed } => random_openings(options, *plies, *count, *seed),
         OpeningsConfig::File { path, count, shuffle_seed } => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading openings file {}", path.display()))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading openings file {}", path.display()))?;
             let mut out = Vec::new();
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();

@@ -162,7 +162,12 @@ impl MctsPlayer {
     }
 
     /// A player with a concrete evaluator type.
-    pub fn with_evaluator<E: Evaluator + 'static>(evaluator: E, visits: u32, seed: u64, name: impl Into<String>) -> MctsPlayer {
+    pub fn with_evaluator<E: Evaluator + 'static>(
+        evaluator: E,
+        visits: u32,
+        seed: u64,
+        name: impl Into<String>,
+    ) -> MctsPlayer {
         MctsPlayer::new(Arc::new(evaluator), visits, seed, name)
     }
 
@@ -197,8 +202,17 @@ impl Player for MctsPlayer {
         use crate::search_glue::{Budget, search_best_move};
         let budget = match (limits.clock, limits.nodes, limits.movetime) {
             (Some(c), _, _) => {
-                let (left, inc) = if pos.side_to_move() == bredon_rules::Color::White { (c.wtime, c.winc) } else { (c.btime, c.binc) };
-                Budget::Time(bredon_mcts::move_budget(pos, left.as_millis() as u64, inc.as_millis() as u64, self.config.time_management))
+                let (left, inc) = if pos.side_to_move() == bredon_rules::Color::White {
+                    (c.wtime, c.winc)
+                } else {
+                    (c.btime, c.binc)
+                };
+                Budget::Time(bredon_mcts::move_budget(
+                    pos,
+                    left.as_millis() as u64,
+                    inc.as_millis() as u64,
+                    self.config.time_management,
+                ))
             }
             (None, Some(n), _) => Budget::Visits(n.max(1)),
             (None, None, Some(t)) => Budget::Time(t),

@@ -163,12 +163,18 @@ mod tests {
         assert!(pts.iter().all(|p| p.label == "5x5"));
         assert_eq!(parse_elo_curve(text, "5x5", "step").unwrap()[1].x, 400.0);
         let joined = "name,generation,step,minutes,elo,lo95,hi95,part\ng0,0,0,0,0,0,0,1\ng9,9,90,60,500,450,550,2\n";
-        let labels: Vec<String> = parse_elo_curve(joined, "j", "minutes").unwrap().into_iter().map(|p| p.label).collect();
+        let labels: Vec<String> =
+            parse_elo_curve(joined, "j", "minutes").unwrap().into_iter().map(|p| p.label).collect();
         assert_eq!(labels, ["j part 1", "j part 2"]);
         let err = parse_elo_curve("name,minutes,elo,lo95,hi95\na,1,2,3,4\nb,x,2,3,4\n", "c", "minutes").unwrap_err();
         assert!(err.to_string().contains("line 3") && err.to_string().contains("`x`"), "{err}");
         let err = parse_elo_curve("name,elo,lo95,hi95\n", "c", "minutes").unwrap_err();
         assert!(err.to_string().contains("`minutes`"), "{err}");
-        assert!(parse_elo_curve("a,minutes,elo,lo95,hi95\nb,1,2\n", "c", "minutes").unwrap_err().to_string().contains("line 2"));
+        assert!(
+            parse_elo_curve("a,minutes,elo,lo95,hi95\nb,1,2\n", "c", "minutes")
+                .unwrap_err()
+                .to_string()
+                .contains("line 2")
+        );
     }
 }

@@ -187,7 +187,11 @@ pub fn game_ptn(
     ptn.set_tag("Player2", black);
     ptn.set_tag("Size", &options.size.to_string());
     let hk = options.half_komi as i32;
-    let komi = if hk % 2 == 0 { format!("{}", hk / 2) } else { format!("{}{}.5", if hk < 0 { "-" } else { "" }, (hk / 2).abs()) };
+    let komi = if hk % 2 == 0 {
+        format!("{}", hk / 2)
+    } else {
+        format!("{}{}.5", if hk < 0 { "-" } else { "" }, (hk / 2).abs())
+    };
     ptn.set_tag("Komi", &komi);
     let (stones, caps) = bredon_rules::default_reserves(options.size);
     if options.stones != stones {

@@ -226,7 +226,9 @@ impl PlayerSpec {
             PlayerSpec::Random { seed: s, .. } => {
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
-                Ok(Entrant::new(name, default_limits, move || Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)))
+                Ok(Entrant::new(name, default_limits, move || {
+                    Ok(Box::new(RandomPlayer::new(s).with_name(n.clone())) as Box<dyn Player>)
+                }))
             }
             PlayerSpec::Uniform { visits, seed: s, settings, .. } => {
                 if visits == 0 {
@@ -248,11 +250,17 @@ impl PlayerSpec {
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
                 let limits = MoveLimits::nodes(visits as u64);
-                let evaluator: Arc<dyn bredon_mcts::Evaluator> =
-                    Arc::new(bredon_mcts::RolloutEvaluator { rollouts: rollouts.unwrap_or(1), max_plies: 200, seed: s });
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_mcts::RolloutEvaluator {
+                    rollouts: rollouts.unwrap_or(1),
+                    max_plies: 200,
+                    seed: s,
+                });
                 Ok(Entrant::new(name, limits, move || {
-                    Ok(Box::new(MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(settings.config()))
-                        as Box<dyn Player>)
+                    Ok(
+                        Box::new(
+                            MctsPlayer::new(evaluator.clone(), visits, s, n.clone()).with_config(settings.config()),
+                        ) as Box<dyn Player>,
+                    )
                 }))
             }
             PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
@@ -269,9 +277,10 @@ impl PlayerSpec {
             }
             PlayerSpec::Checkpoint { path, visits, settings, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
-                let (model, meta) = bredon_nn::load_exported(&path)
-                    .with_context(|| format!("checkpoint player {}", path.display()))?;
-                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
+                let (model, meta) =
+                    bredon_nn::load_exported(&path).with_context(|| format!("checkpoint player {}", path.display()))?;
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> =
+                    Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
                 let limits = match visits {
                     Some(v) => MoveLimits::nodes(v as u64),
                     None => default_limits,
@@ -301,7 +310,8 @@ impl FromStr for PlayerSpec {
             if part.is_empty() {
                 continue;
             }
-            let (k, v) = part.split_once('=').ok_or_else(|| anyhow!("player {s:?}: setting {part:?} is not key=value"))?;
+            let (k, v) =
+                part.split_once('=').ok_or_else(|| anyhow!("player {s:?}: setting {part:?} is not key=value"))?;
             settings.push((k.trim().to_string(), v.trim().to_string()));
         }
         let (kind, arg) = match head.split_once(':') {
@@ -325,8 +335,10 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Random { seed, name }
             }
             "uniform" => {
-                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected uniform:VISITS"))?;
-                let visits: u32 = a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                let a =
+                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected uniform:VISITS"))?;
+                let visits: u32 =
+                    a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
@@ -342,12 +354,15 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Uniform { visits, seed, name, settings: search_settings }
             }
             "rollout" => {
-                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
-                let visits: u32 = a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                let a =
+                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
+                let visits: u32 =
+                    a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
                 if visits == 0 {
                     bail!("player {s:?}: visits must be at least 1");
                 }
-                let (mut seed, mut name, mut rollouts, mut search_settings) = (None, None, None, SearchSettings::default());
+                let (mut seed, mut name, mut rollouts, mut search_settings) =
+                    (None, None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
                         "seed" => seed = Some(parse_u64(k, v)?),
@@ -360,7 +375,9 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Rollout { visits, rollouts, seed, name, settings: search_settings }
             }
             "tei" => {
-                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
+                let a = arg
+                    .filter(|a| !a.is_empty())
+                    .ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
                 let words = split_command_line(a).with_context(|| format!("player {s:?}"))?;
                 let (program, args) = words.split_first().ok_or_else(|| anyhow!("player {s:?}: no program"))?;
                 let mut config = TeiConfig::new(program.clone(), args.iter().cloned());
@@ -390,12 +407,16 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Tei { config, nodes, movetime_ms }
             }
             "checkpoint" => {
-                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
+                let a =
+                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
                 let (mut visits, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => {
-                            visits = Some(v.parse().map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?)
+                            visits = Some(
+                                v.parse()
+                                    .map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?,
+                            )
                         }
                         "name" => name = Some(v.clone()),
                         _ if search_settings.parse(k, v)? => {}
@@ -405,7 +426,9 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, settings: search_settings }
             }
             "" => bail!("empty player description"),
-            other => bail!("player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"),
+            other => bail!(
+                "player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"
+            ),
         };
         if spec.name().is_empty() {
             bail!("player {s:?}: empty name");
@@ -428,7 +451,13 @@ mod tests {
         assert_eq!("uniform:200".parse::<PlayerSpec>().unwrap().name(), "uniform-200");
         assert_eq!(
             "rollout:300;rollouts=2".parse::<PlayerSpec>().unwrap(),
-            PlayerSpec::Rollout { visits: 300, rollouts: Some(2), seed: None, name: None, settings: SearchSettings::default() }
+            PlayerSpec::Rollout {
+                visits: 300,
+                rollouts: Some(2),
+                seed: None,
+                name: None,
+                settings: SearchSettings::default()
+            }
         );
         assert_eq!(
             "rollout:30;search=gumbel;tactics=off".parse::<PlayerSpec>().unwrap(),
@@ -448,23 +477,37 @@ mod tests {
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
         match "checkpoint:m.bredon;time=reserves;search_threads=2".parse::<PlayerSpec>().unwrap() {
             PlayerSpec::Checkpoint { settings, .. } => {
-                assert_eq!((settings.time, settings.search_threads), (Some(bredon_mcts::TimeManagement::Reserves), Some(2)))
+                assert_eq!(
+                    (settings.time, settings.search_threads),
+                    (Some(bredon_mcts::TimeManagement::Reserves), Some(2))
+                )
             }
             other => panic!("{other:?}"),
         }
-        assert!("checkpoint:m.bredon;time=forever".parse::<PlayerSpec>().unwrap_err().to_string().contains("fixed or reserves"));
+        assert!(
+            "checkpoint:m.bredon;time=forever"
+                .parse::<PlayerSpec>()
+                .unwrap_err()
+                .to_string()
+                .contains("fixed or reserves")
+        );
         // In config files the search choices sit beside the player's other fields.
         let spec: PlayerSpec =
-            serde_json::from_str(r#"{"kind": "checkpoint", "path": "m.bredon", "tactics": false, "time": "reserves"}"#).unwrap();
+            serde_json::from_str(r#"{"kind": "checkpoint", "path": "m.bredon", "tactics": false, "time": "reserves"}"#)
+                .unwrap();
         match &spec {
             PlayerSpec::Checkpoint { settings, .. } => {
-                assert_eq!((settings.tactics, settings.time), (Some(false), Some(bredon_mcts::TimeManagement::Reserves)))
+                assert_eq!(
+                    (settings.tactics, settings.time),
+                    (Some(false), Some(bredon_mcts::TimeManagement::Reserves))
+                )
             }
             other => panic!("{other:?}"),
         }
         assert_eq!(serde_json::from_str::<PlayerSpec>(&serde_json::to_string(&spec).unwrap()).unwrap(), spec);
         assert_eq!("rollout:300".parse::<PlayerSpec>().unwrap().name(), "rollout-300");
-        let t: PlayerSpec = "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
+        let t: PlayerSpec =
+            "tei:/opt/tiltak tei;name=tiltak;nodes=5000;option.HalfKomi=4;timeout=1500".parse().unwrap();
         match &t {
             PlayerSpec::Tei { config, nodes, movetime_ms } => {
                 assert_eq!(config.program, "/opt/tiltak");

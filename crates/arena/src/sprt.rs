@@ -258,7 +258,9 @@ impl Gate {
     /// Starts a gate.
     pub fn new(config: &GateConfig) -> anyhow::Result<Gate> {
         Ok(match *config {
-            GateConfig::Sprt { elo0, elo1, alpha, beta, model } => Gate::Sprt(Sprt::new(elo0, elo1, alpha, beta, model)?),
+            GateConfig::Sprt { elo0, elo1, alpha, beta, model } => {
+                Gate::Sprt(Sprt::new(elo0, elo1, alpha, beta, model)?)
+            }
             GateConfig::Fixed { games, threshold } => Gate::Fixed(FixedGames::new(games, threshold)),
         })
     }

@@ -74,11 +74,7 @@ impl Default for TeiConfig {
 impl TeiConfig {
     /// A configuration for `program args…` with default timeouts.
     pub fn new(program: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> TeiConfig {
-        TeiConfig {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            ..TeiConfig::default()
-        }
+        TeiConfig { program: program.into(), args: args.into_iter().map(Into::into).collect(), ..TeiConfig::default() }
     }
 
     /// The display name: `name`, or the program's file name.
@@ -258,12 +254,21 @@ impl TeiPlayer {
             return Ok((TeiCommand::Go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
         }
         if let Some(t) = limits.movetime {
-            return Ok((TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }), grace + t));
+            return Ok((
+                TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }),
+                grace + t,
+            ));
         }
         if let Some(c) = limits.clock {
             let own = if pos.side_to_move() == bredon_rules::Color::White { c.wtime } else { c.btime };
             let ms = |d: Duration| Some(d.as_millis() as u64);
-            let cmd = TeiCommand::Go(GoParams { wtime: ms(c.wtime), btime: ms(c.btime), winc: ms(c.winc), binc: ms(c.binc), ..GoParams::default() });
+            let cmd = TeiCommand::Go(GoParams {
+                wtime: ms(c.wtime),
+                btime: ms(c.btime),
+                winc: ms(c.winc),
+                binc: ms(c.binc),
+                ..GoParams::default()
+            });
             return Ok((cmd, grace + own));
         }
         Err(PlayerError::Other("no limit (nodes, movetime or clock) configured for the TEI engine".into()))
@@ -309,7 +314,10 @@ impl Player for TeiPlayer {
         let engine = self.engine.as_mut().context("engine not running")?;
         let r = (|| {
             if send_komi {
-                engine.send(&TeiCommand::SetOption { name: "HalfKomi".into(), value: Some(opts.half_komi.to_string()) })?;
+                engine.send(&TeiCommand::SetOption {
+                    name: "HalfKomi".into(),
+                    value: Some(opts.half_komi.to_string()),
+                })?;
             }
             engine.send(&TeiCommand::NewGame(Some(opts.size)))?;
             engine.send(&TeiCommand::IsReady)?;
@@ -329,8 +337,10 @@ impl Player for TeiPlayer {
         let Some(engine) = self.engine.as_mut() else {
             return Err(PlayerError::Crashed("engine is not running".into()));
         };
-        let position =
-            TeiCommand::Position { start: StartPosition::StartPos, moves: history.iter().map(|mv| mv.to_ptn(size)).collect() };
+        let position = TeiCommand::Position {
+            start: StartPosition::StartPos,
+            moves: history.iter().map(|mv| mv.to_ptn(size)).collect(),
+        };
         let r = (|| {
             engine.send(&position)?;
             engine.send(&go)?;

@@ -118,7 +118,8 @@ fn gauntlet_with_openings_file_and_draw_adjudication() {
         adjudication: Adjudication::Draw,
         ..MatchConfig::default()
     };
-    let entrants = entrants_from_specs(&config, &specs(&["random;seed=1;name=r1", "random;seed=2;name=r2", "uniform:4"])).unwrap();
+    let entrants =
+        entrants_from_specs(&config, &specs(&["random;seed=1;name=r1", "random;seed=2;name=r2", "uniform:4"])).unwrap();
     let records = run_match(&config, &entrants, out, &mut |_| ControlFlow::Continue(())).unwrap();
     // Gauntlet: r1 against each of the others, 4 games each.
     assert_eq!(records.len(), 8);
@@ -180,7 +181,10 @@ fn bad_configs_are_clear_errors() {
     let e = run_arena(&MatchConfig::default(), &ckpt, out, &mut |_| {}).unwrap_err();
     assert!(format!("{e:#}").contains("model.bin"), "{e:#}");
     std::fs::write(out.join("junk.bredon"), "not a model").unwrap();
-    let junk = vec![specs(&["random"]).remove(0), format!("checkpoint:{}", out.join("junk.bredon").display()).parse().unwrap()];
+    let junk = vec![
+        specs(&["random"]).remove(0),
+        format!("checkpoint:{}", out.join("junk.bredon").display()).parse().unwrap(),
+    ];
     let e = run_arena(&MatchConfig::default(), &junk, out, &mut |_| {}).unwrap_err();
     assert!(format!("{e:#}").contains("not a Bredon model file"), "{e:#}");
     // Config files: unknown fields are rejected, missing ones take defaults.

@@ -143,7 +143,15 @@ fn perfect_scores_stay_finite_and_disconnected_players_are_flagged() {
 /// fitted and the true rise from the middle checkpoint to the last and the last one's
 /// fitted rating, averaged over seeds.
 fn fitted_ladder_rise(checkpoints: usize, step: f64) -> (f64, f64, f64) {
-    let truth = |i: usize| if i == checkpoints { -300.0 } else if i == 0 { 0.0 } else { 600.0 + step * (i - 1) as f64 };
+    let truth = |i: usize| {
+        if i == checkpoints {
+            -300.0
+        } else if i == 0 {
+            0.0
+        } else {
+            600.0 + step * (i - 1) as f64
+        }
+    };
     let (mid, last) = (checkpoints / 2, checkpoints - 1);
     let seeds = 20;
     let (mut rise, mut top) = (0.0, 0.0);
@@ -204,7 +212,8 @@ fn ratings_files_are_written() {
     let table = RatingsTable::from_records(&records, &[], &EloOptions::default());
     table.write_csv(&dir.path().join("r.csv")).unwrap();
     table.write_json(&dir.path().join("r.json")).unwrap();
-    let back: RatingsTable = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let back: RatingsTable =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(back.rows.len(), table.rows.len());
     for (a, b) in back.rows.iter().zip(&table.rows) {
         assert_eq!(a.name, b.name);

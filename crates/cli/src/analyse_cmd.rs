@@ -2,8 +2,8 @@
 
 use anyhow::{Context, Result};
 use bredon_mcts::{Search, SearchConfig};
-use bredon_rules::notation::Ptn;
 use bredon_rules::Color;
+use bredon_rules::notation::Ptn;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::io::Write;

@@ -3,8 +3,9 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::{
-    EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule, SearchSettings,
-    check_players, entrants_from_specs, plot_elo, rate_results, write_atomic, run_arena, run_gate, run_match,
+    EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
+    SearchSettings, check_players, entrants_from_specs, plot_elo, rate_results, run_arena, run_gate, run_match,
+    write_atomic,
 };
 use bredon_selfplay::config::{GateTest, RunConfig};
 use bredon_selfplay::rundir::RunDir;
@@ -133,7 +134,12 @@ fn progress(total: usize) -> impl FnMut(&GameRecord) {
 }
 
 /// Plays `entrants` under `config` into `out`, calling `on_game` after each game.
-fn play_games(config: &MatchConfig, entrants: &[bredon_arena::Entrant], out: &Path, on_game: &mut dyn FnMut(&GameRecord)) -> Result<()> {
+fn play_games(
+    config: &MatchConfig,
+    entrants: &[bredon_arena::Entrant],
+    out: &Path,
+    on_game: &mut dyn FnMut(&GameRecord),
+) -> Result<()> {
     run_match(config, entrants, out, &mut |r| {
         on_game(r);
         ControlFlow::Continue(())
@@ -190,7 +196,10 @@ pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<
         }
         GateTest::Fixed => GateConfig::Fixed { games: g.games as u64, threshold: g.threshold },
     };
-    let entrants = entrants_from_specs(&config, &[checkpoint_spec(&run, cfg, &candidate), checkpoint_spec(&run, cfg, &incumbent)])?;
+    let entrants = entrants_from_specs(
+        &config,
+        &[checkpoint_spec(&run, cfg, &candidate), checkpoint_spec(&run, cfg, &incumbent)],
+    )?;
     let report = run_gate(&config, &entrants[0], &entrants[1], &gate, &run.arena_dir().join("gating"))?;
     let accepted = report.state == GateState::AcceptH1;
     run.set_best(if accepted { &candidate } else { &incumbent })?;
@@ -207,7 +216,12 @@ pub fn gate_checkpoint(root: &Path, cfg: &RunConfig, generation: u32) -> Result<
 /// against the baselines (`games` per pairing, `visits` per move), like
 /// `bredon arena --run ROOT --every EVERY`.
 pub fn update_ladder(root: &Path, every: u32, games: usize, visits: u64) -> Result<RatingsTable> {
-    let ladder = LadderOptions { baselines: Vec::new(), every: Some(every), max_checkpoints: usize::MAX, visits_from_run: false };
+    let ladder = LadderOptions {
+        baselines: Vec::new(),
+        every: Some(every),
+        max_checkpoints: usize::MAX,
+        visits_from_run: false,
+    };
     let config = MatchConfig { games_per_pairing: games, visits, threads: cores(), ..MatchConfig::default() };
     rate_run(root, &ladder, config)
 }
@@ -271,7 +285,8 @@ pub fn rate_run(run_path: &Path, ladder: &LadderOptions, config: MatchConfig) ->
     let ladder_cfg = MatchConfig { schedule: Schedule::Ladder, ..config.clone() };
     let ladder_players = entrants_from_specs(&ladder_cfg, &ladder_specs)?;
     check_players(&ladder_players[..1])?;
-    let mut total = bredon_arena::pairings(Schedule::Ladder, ladder_players.len()).len() * config.pairs_per_pairing() * 2;
+    let mut total =
+        bredon_arena::pairings(Schedule::Ladder, ladder_players.len()).len() * config.pairs_per_pairing() * 2;
     // Further baselines play the newest checkpoint.
     let gauntlet_cfg = MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() };
     let mut gauntlet = Vec::new();

@@ -52,7 +52,8 @@ pub fn run(args: ExportArgs) -> Result<()> {
     }
     if onnx {
         bredon_nn::onnx::export_onnx(&model, &meta, &out).with_context(|| format!("writing {}", out.display()))?;
-        let back = bredon_nn::onnx::read_onnx_summary(&out).with_context(|| format!("reading back {}", out.display()))?;
+        let back =
+            bredon_nn::onnx::read_onnx_summary(&out).with_context(|| format!("reading back {}", out.display()))?;
         let size = back.metadata.iter().find(|(k, _)| k == "size").map(|(_, v)| v.as_str());
         let outputs = 2 + usize::from(meta.net.wdl) + 3 * usize::from(meta.net.aux);
         if size != Some(meta.size.to_string().as_str()) || back.outputs.len() != outputs {

@@ -89,9 +89,9 @@ fn main() {
         Command::Tei(args) => tei_cmd::run(args),
         Command::Play(args) => play_cmd::run(args),
         Command::Analyse(args) => analyse_cmd::run(args),
-        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => {
-            Err(anyhow::anyhow!("training runs take the inference path from `[selfplay] inference` in the run config, not --inference"))
-        }
+        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => Err(anyhow::anyhow!(
+            "training runs take the inference path from `[selfplay] inference` in the run config, not --inference"
+        )),
         Command::Train(args) => train_cmd::run_train(args, cli.device),
         Command::Selfplay(args) => train_cmd::run_selfplay(args, cli.device),
         Command::Devices => devices(),

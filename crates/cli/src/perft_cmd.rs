@@ -1,9 +1,9 @@
 //! `bredon perft`.
 
 use anyhow::{Context, Result, bail};
+use bredon_rules::Position;
 use bredon_rules::notation::parse_tps;
 use bredon_rules::perft::perft;
-use bredon_rules::Position;
 use std::time::Instant;
 
 /// Arguments of `bredon perft`.

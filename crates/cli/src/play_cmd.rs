@@ -49,7 +49,8 @@ pub struct PlayArgs {
     pub seed: u64,
 }
 
-const HELP: &str = "Type a move in PTN (a1, Sb2, Cc3, 3c3>12, ...), `tps` for the position, `moves` for the legal moves, or `quit`.";
+const HELP: &str =
+    "Type a move in PTN (a1, Sb2, Cc3, 3c3>12, ...), `tps` for the position, `moves` for the legal moves, or `quit`.";
 
 /// Plays one game on stdin/stdout.
 pub fn run(args: PlayArgs) -> Result<()> {
@@ -72,7 +73,8 @@ pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         Side::White => Color::White,
         Side::Black => Color::Black,
     };
-    let engine_name = model_file.map_or_else(|| "bredon (uniform)".to_string(), |p| format!("bredon ({})", p.display()));
+    let engine_name =
+        model_file.map_or_else(|| "bredon (uniform)".to_string(), |p| format!("bredon ({})", p.display()));
     let (white, black) = match human {
         Color::White => ("you".to_string(), engine_name),
         Color::Black => (engine_name, "you".to_string()),

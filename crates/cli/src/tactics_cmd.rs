@@ -113,7 +113,14 @@ pub fn run(args: &TacticsArgs) -> Result<()> {
 }
 
 /// Searches one position and counts whether the chosen move is a solution.
-fn solve(tp: &TacticPosition, evaluator: &dyn Evaluator, config: &SearchConfig, args: &TacticsArgs, tally: &mut Tally, who: &str) {
+fn solve(
+    tp: &TacticPosition,
+    evaluator: &dyn Evaluator,
+    config: &SearchConfig,
+    args: &TacticsArgs,
+    tally: &mut Tally,
+    who: &str,
+) {
     let mut rng = ChaCha8Rng::seed_from_u64(tally.tried as u64);
     let began = Instant::now();
     let mut search = Search::new(tp.position.clone(), config.clone());
@@ -136,7 +143,9 @@ fn load_suite(args: &TacticsArgs) -> Result<Vec<TacticPosition>> {
             Some(dir) if dir.join("games").is_dir() => {
                 positions.extend(read_positions(&dir.join("games")).map_err(anyhow::Error::msg)?)
             }
-            _ => eprintln!("note: shared/data/games not found (set BREDON_SHARED_DATA); using the self-play suite only"),
+            _ => {
+                eprintln!("note: shared/data/games not found (set BREDON_SHARED_DATA); using the self-play suite only")
+            }
         }
         positions.extend(parse_tps_lines(SELFPLAY_SUITE).map_err(anyhow::Error::msg).context("tactics/selfplay.tps")?);
     }
@@ -147,7 +156,12 @@ fn load_suite(args: &TacticsArgs) -> Result<Vec<TacticPosition>> {
     let mut per_group: BTreeMap<(usize, Tactic), usize> = BTreeMap::new();
     let mut suite = Vec::new();
     for pos in positions {
-        if !seen.insert((pos.size(), pos.hash(), pos.reserves(bredon_rules::Color::White), pos.reserves(bredon_rules::Color::Black))) {
+        if !seen.insert((
+            pos.size(),
+            pos.hash(),
+            pos.reserves(bredon_rules::Color::White),
+            pos.reserves(bredon_rules::Color::Black),
+        )) {
             continue;
         }
         if let Some(tp) = classify(&pos) {

@@ -263,8 +263,10 @@ impl<W: Write + Send + 'static> Engine<W> {
 
     fn build_position(&self, start: &StartPosition, moves: &[String]) -> Result<(Position, Vec<Move>), String> {
         let mut pos = match start {
-            StartPosition::StartPos => Position::with_options(GameOptions::new(self.size).with_half_komi(self.half_komi))
-                .map_err(|e| format!("position startpos: {e}"))?,
+            StartPosition::StartPos => {
+                Position::with_options(GameOptions::new(self.size).with_half_komi(self.half_komi))
+                    .map_err(|e| format!("position startpos: {e}"))?
+            }
             StartPosition::Tps(tps) => {
                 parse_tps_with(tps, None, self.half_komi).map_err(|e| format!("position tps {tps:?}: {e}"))?
             }
@@ -330,7 +332,11 @@ impl<W: Write + Send + 'static> Engine<W> {
         for &mv in moves {
             pos.make(mv);
         }
-        Tree { start: start.clone(), moves: moves.to_vec(), search: ParallelSearch::new(pos, self.config.clone(), self.config.threads) }
+        Tree {
+            start: start.clone(),
+            moves: moves.to_vec(),
+            search: ParallelSearch::new(pos, self.config.clone(), self.config.threads),
+        }
     }
 
     fn go(&mut self, params: &GoParams) {
@@ -383,7 +389,10 @@ impl<W: Write + Send + 'static> Engine<W> {
             });
             if result.best_move.is_none() {
                 // Stopped before the root was expanded: a couple of visits give a move.
-                let limits = SearchLimits { visits: Some(tree.search.root_visits() + 2 * tree.search.threads() as u64), ..SearchLimits::default() };
+                let limits = SearchLimits {
+                    visits: Some(tree.search.root_visits() + 2 * tree.search.threads() as u64),
+                    ..SearchLimits::default()
+                };
                 result = tree.search.run_with(&*evaluator, &limits, &mut rng, |_| {});
             }
             say(&out, &info_line(&result, size, began));
@@ -638,7 +647,11 @@ mod tests {
         assert_eq!(warnings(&lines), 1, "{lines:?}");
         let w = lines.iter().find(|l| l.contains("komi")).unwrap();
         assert!(w.starts_with("info string warning:"), "{w}");
-        assert!(w.contains(&format!("komi is {}", other as f32 / 2.0)) && w.contains(&format!("komi {}", trained as f32 / 2.0)), "{w}");
+        assert!(
+            w.contains(&format!("komi is {}", other as f32 / 2.0))
+                && w.contains(&format!("komi {}", trained as f32 / 2.0)),
+            "{w}"
+        );
         assert!(lines.iter().any(|l| l.starts_with("bestmove ")));
         e.handle_line("position startpos moves a1 d4 b2");
         e.handle_line("go nodes 20");

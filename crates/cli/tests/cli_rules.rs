@@ -35,12 +35,8 @@ fn ptn_check_reports_results_of_real_games() {
     for (line, file) in stdout.lines().zip(&files) {
         let game = bredon_rules::notation::Ptn::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
         let replay = game.replay().unwrap();
-        let expected = format!(
-            "{}: {} {}",
-            file.display(),
-            replay.result().map_or("0-0", |r| r.ptn()),
-            replay.moves().len()
-        );
+        let expected =
+            format!("{}: {} {}", file.display(), replay.result().map_or("0-0", |r| r.ptn()), replay.moves().len());
         assert_eq!(line, expected);
     }
 }
@@ -79,8 +75,14 @@ fn ptn_check_tolerates_quirks_and_always_prints_the_computed_result() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), [format!("{}: 0-0 2", puzzle.display()), format!("{}: R-0 5", wrong.display())]);
-    assert!(stderr.contains("puzzle.ptn: warning: line 2, column 1: found move number \"1.\" where 2. was expected"), "{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [format!("{}: 0-0 2", puzzle.display()), format!("{}: R-0 5", wrong.display())]
+    );
+    assert!(
+        stderr.contains("puzzle.ptn: warning: line 2, column 1: found move number \"1.\" where 2. was expected"),
+        "{stderr}"
+    );
     assert!(stderr.contains("wrong-result.ptn: warning: the Result is 0-R but the moves give R-0"), "{stderr}");
     // --strict turns the warnings into a failure; the results are still printed.
     let out = bredon().args(["ptn", "check", "--strict"]).arg(&puzzle).arg(&wrong).output().unwrap();

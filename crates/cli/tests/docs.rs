@@ -15,7 +15,8 @@ fn repo() -> PathBuf {
 /// The pages a user reads, relative to the repository root.
 fn pages() -> Vec<PathBuf> {
     let root = repo();
-    let mut v: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "configs/README.md"].iter().map(|p| root.join(p)).collect();
+    let mut v: Vec<PathBuf> =
+        ["README.md", "ARCHITECTURE.md", "configs/README.md"].iter().map(|p| root.join(p)).collect();
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .expect("docs/ exists")
         .map(|e| e.unwrap().path())
@@ -230,7 +231,10 @@ fn shell_commands_name_real_subcommands_flags_scripts_and_crates() {
 fn the_front_door_keeps_its_two_commands_and_stays_a_page() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let block = split_fences(&readme).1.into_iter().next().expect("a code block first").1;
-    assert!(block[0].starts_with("cargo run --release --bin bredon -- train --config configs/4x4.toml --minutes 10"), "{block:?}");
+    assert!(
+        block[0].starts_with("cargo run --release --bin bredon -- train --config configs/4x4.toml --minutes 10"),
+        "{block:?}"
+    );
     assert!(block[1].starts_with("cargo test --workspace --release"), "{block:?}");
     let lines = readme.lines().count();
     assert!(lines <= 160, "README.md has {lines} lines: the manual belongs in docs/");

@@ -100,10 +100,8 @@ fn two_engines_play_a_full_game_through_tei() {
     // The shipped 5x5 network plays: two uniform-evaluator engines shuffle stacks for
     // hundreds of plies when a loaded machine gives them few nodes per move.
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../checkpoints/shipped/5x5.bredon");
-    let mut engines = [
-        Engine::start(&["--model", model, "--seed", "1"]),
-        Engine::start(&["--model", model, "--seed", "2"]),
-    ];
+    let mut engines =
+        [Engine::start(&["--model", model, "--seed", "1"]), Engine::start(&["--model", model, "--seed", "2"])];
     for e in &mut engines {
         let lines = e.handshake();
         assert!(lines[0].starts_with("id name Bredon"), "{lines:?}");
@@ -147,7 +145,13 @@ fn bad_input_is_answered_and_the_engine_goes_on() {
     let mut e = Engine::start(&[]);
     e.handshake();
     e.send("teinewgame 4");
-    for bad in ["hello", "position startpos moves a9", "position tps x4/x4 1 1", "go nodes many", "setoption name Nope value 1"] {
+    for bad in [
+        "hello",
+        "position startpos moves a9",
+        "position tps x4/x4 1 1",
+        "go nodes many",
+        "setoption name Nope value 1",
+    ] {
         e.send(bad);
         let lines = e.until("info string error");
         assert_eq!(lines.len(), 1, "{bad}: {lines:?}");

@@ -46,7 +46,10 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
     assert_eq!(latest, "gen-0006");
     // Only the newest three checkpoints keep their optimiser state; all keep their model.
     let has = |g: u32, file: &str| run.join(format!("checkpoints/gen-{g:04}/{file}")).is_file();
-    assert_eq!((0..=6).map(|g| has(g, "optimizer.bpk")).collect::<Vec<_>>(), [false, false, false, false, true, true, true]);
+    assert_eq!(
+        (0..=6).map(|g| has(g, "optimizer.bpk")).collect::<Vec<_>>(),
+        [false, false, false, false, true, true, true]
+    );
     assert!((0..=6).all(|g| has(g, "model.bpk")));
     let ckpt = format!("checkpoint:{};name=trained", run.join("checkpoints").join(&latest).display());
     let out = dir.path().join("match");
@@ -58,13 +61,15 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
     );
     let records = bredon_arena::load_records(&out.join("results.jsonl")).unwrap();
     assert_eq!(records.len(), 80);
-    let score: f64 = records
-        .iter()
-        .map(|r| if r.white == "trained" { r.white_score } else { 1.0 - r.white_score })
-        .sum::<f64>()
-        / records.len() as f64;
+    let score: f64 =
+        records.iter().map(|r| if r.white == "trained" { r.white_score } else { 1.0 - r.white_score }).sum::<f64>()
+            / records.len() as f64;
     eprintln!("trained 3x3 net vs uniform:64: {:.1}%", score * 100.0);
-    assert!(score >= 0.65, "the trained net scored only {:.1}% against the uniform search (65 % needed)", score * 100.0);
+    assert!(
+        score >= 0.65,
+        "the trained net scored only {:.1}% against the uniform search (65 % needed)",
+        score * 100.0
+    );
 
     // The run's Elo ladder: a curve against minutes of training, as a chart and a table.
     checked(bredon().args(["arena", "--games", "2", "--visits", "16", "--every", "3", "--run"]).arg(&run));
@@ -203,10 +208,8 @@ fn sigkill_at_any_moment_loses_nothing() {
         child.wait().unwrap();
         // What is complete now must survive the next run untouched.
         // A game is finished once its sample file (`.game`, written after the `.ptn`) exists.
-        let games_before: Vec<_> = snapshot(&run.join("games"))
-            .into_iter()
-            .filter(|(p, _)| p.with_extension("game").is_file())
-            .collect();
+        let games_before: Vec<_> =
+            snapshot(&run.join("games")).into_iter().filter(|(p, _)| p.with_extension("game").is_file()).collect();
         // A checkpoint is written once the `latest` pointer has reached it.
         let latest: u32 = std::fs::read_to_string(run.join("latest")).unwrap().trim()["gen-".len()..].parse().unwrap();
         let ckpts_before: Vec<_> = (0..=latest).map(|g| snapshot(ck(g).parent().unwrap())).collect();
@@ -218,7 +221,11 @@ fn sigkill_at_any_moment_loses_nothing() {
         let games_after = snapshot(&run.join("games"));
         for (p, bytes) in &games_before {
             let after = games_after.iter().find(|(q, _)| q == p);
-            assert!(after.is_some_and(|(_, b)| b == bytes), "after the kill at {what}: {} was lost or changed", p.display());
+            assert!(
+                after.is_some_and(|(_, b)| b == bytes),
+                "after the kill at {what}: {} was lost or changed",
+                p.display()
+            );
         }
         for snap in &ckpts_before {
             for (p, bytes) in snap {
@@ -278,7 +285,8 @@ fn gating_picks_the_self_play_model() {
     for (g, (cand, winner)) in decisions.iter().enumerate().take(2) {
         assert_eq!(cand, &format!("gen-{:04}", g + 1));
         let games = run.join("games").join(cand);
-        let ptn = std::fs::read_dir(&games).unwrap().flatten().find(|e| e.path().extension().is_some_and(|x| x == "ptn"));
+        let ptn =
+            std::fs::read_dir(&games).unwrap().flatten().find(|e| e.path().extension().is_some_and(|x| x == "ptn"));
         let text = std::fs::read_to_string(ptn.unwrap().path()).unwrap();
         assert!(text.contains(&format!("[Player1 \"{winner}\"]")), "{}: {text}", games.display());
     }
@@ -311,9 +319,14 @@ fn exported_model_plays_and_analyses() {
     );
     assert!(out.contains("bredon plays"), "{out}");
     // Wrong size and wrong file.
-    let bad = bredon().arg("play").arg("--model").arg(&file).args(["--size", "5"]).stdin(Stdio::null()).output().unwrap();
+    let bad =
+        bredon().arg("play").arg("--model").arg(&file).args(["--size", "5"]).stdin(Stdio::null()).output().unwrap();
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("is a 3x3 model"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("is a 3x3 model"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     let bad = bredon().arg("tei").arg("--model").arg(&game).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a Bredon model file"));
@@ -329,19 +342,10 @@ fn a_run_starts_from_a_trained_model() {
     let first = dir.path().join("first");
     checked(&mut train(&config, &first, &[]));
     let file = dir.path().join("m.bredon");
-    checked(
-        bredon()
-            .args(["export", "--run"])
-            .arg(&first)
-            .arg("-o")
-            .arg(&file),
-    );
-    let json = |p: PathBuf| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
-    };
-    let source_step = json(first.join("checkpoints/gen-0001/state.json"))["step"]
-        .as_u64()
-        .unwrap();
+    checked(bredon().args(["export", "--run"]).arg(&first).arg("-o").arg(&file));
+    let json =
+        |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
+    let source_step = json(first.join("checkpoints/gen-0001/state.json"))["step"].as_u64().unwrap();
     assert!(source_step > 0);
 
     let second = dir.path().join("second");
@@ -352,38 +356,15 @@ fn a_run_starts_from_a_trained_model() {
     std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n3. c2 b3\n").unwrap();
     // Without the header line, which names the model file.
     let analyse = |model: PathBuf| {
-        let out = checked(
-            bredon()
-                .arg("analyse")
-                .arg(&game)
-                .arg("--model")
-                .arg(model)
-                .args(["--visits", "30"]),
-        );
+        let out = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(model).args(["--visits", "30"]));
         out.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default()
     };
     let start = analyse(second.join("checkpoints/gen-0000"));
-    assert_eq!(
-        start,
-        analyse(file.clone()),
-        "gen-0000 holds the model's weights"
-    );
-    assert_ne!(
-        start,
-        analyse(first.join("checkpoints/gen-0000")),
-        "the analysis tells weights apart"
-    );
-    assert_eq!(
-        json(second.join("checkpoints/gen-0000/state.json"))["step"].as_u64(),
-        Some(source_step)
-    );
-    let after = json(second.join("checkpoints/gen-0001/state.json"))["step"]
-        .as_u64()
-        .unwrap();
-    assert!(
-        after > source_step,
-        "steps continue from the model's: {after} after {source_step}"
-    );
+    assert_eq!(start, analyse(file.clone()), "gen-0000 holds the model's weights");
+    assert_ne!(start, analyse(first.join("checkpoints/gen-0000")), "the analysis tells weights apart");
+    assert_eq!(json(second.join("checkpoints/gen-0000/state.json"))["step"].as_u64(), Some(source_step));
+    let after = json(second.join("checkpoints/gen-0001/state.json"))["step"].as_u64().unwrap();
+    assert!(after > source_step, "steps continue from the model's: {after} after {source_step}");
     let init = json(second.join("init.json"));
     assert_eq!(init["step"].as_u64(), Some(source_step));
     assert_eq!(init["generation"].as_u64(), Some(1));
@@ -395,10 +376,7 @@ fn a_run_starts_from_a_trained_model() {
     assert_eq!(minutes.len(), 2, "{csv}");
     // gen-0001 sits at the source's minutes plus its own (a fast machine trains the tiny
     // run in well under the curve's 0.01-minute resolution, so compare, don't order).
-    let own = json(second.join("checkpoints/gen-0001/state.json"))["elapsed_secs"]
-        .as_f64()
-        .unwrap()
-        / 60.0;
+    let own = json(second.join("checkpoints/gen-0001/state.json"))["elapsed_secs"].as_f64().unwrap() / 60.0;
     assert_eq!(minutes[0], 7.5, "{csv}");
     assert!((minutes[1] - (7.5 + own)).abs() < 0.006, "{csv}: own minutes {own}");
     // `bredon plot` draws such tables; a malformed one is an error naming its line.
@@ -417,16 +395,11 @@ fn a_run_starts_from_a_trained_model() {
     assert_eq!(json(fourth.join("init.json"))["minutes"].as_f64(), Some(secs / 60.0));
 
     // Another architecture: refused before anything is written.
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("channels = 16", "channels = 24");
+    let text = std::fs::read_to_string(&config).unwrap().replace("channels = 16", "channels = 24");
     let wider = dir.path().join("wider.toml");
     std::fs::write(&wider, text).unwrap();
     let third = dir.path().join("third");
-    let out = train(&wider, &third, &["--init-from"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = train(&wider, &third, &["--init-from"]).arg(&file).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("b1c16") && err.contains("b1c24"), "{err}");

@@ -13,7 +13,8 @@ fn bredon() -> Command {
 
 fn checked(cmd: &mut Command) -> (String, String) {
     let out = cmd.output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert!(out.status.success(), "{cmd:?} failed:\n{stdout}\n{stderr}");
     (stdout, stderr)
 }
@@ -84,7 +85,8 @@ fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export
     let game = dir.path().join("g.ptn");
     std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3 2. b2 b3 3. c2 a3\n").unwrap();
     let analyse = |extra: &[&str]| {
-        let (out, _) = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&model).args(["--visits", "1"]).args(extra));
+        let (out, _) =
+            checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&model).args(["--visits", "1"]).args(extra));
         out
     };
     // The "white" column of every ply: a value, or won/lost/drawn when proven.
@@ -104,7 +106,11 @@ fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export
     for (i, ((x, y), z)) in a.iter().zip(&b).zip(&c).enumerate() {
         match (x.parse::<f64>(), y.parse::<f64>(), z.parse::<f64>()) {
             (Ok(x), Ok(y), Ok(z)) => {
-                assert!((x - y).abs() <= 0.011 && (x - z).abs() <= 0.011, "ply {}: values {x} (fast) {y} (burn cpu) {z} (wgpu)", i + 1)
+                assert!(
+                    (x - y).abs() <= 0.011 && (x - z).abs() <= 0.011,
+                    "ply {}: values {x} (fast) {y} (burn cpu) {z} (wgpu)",
+                    i + 1
+                )
             }
             _ => assert!(x == y && x == z, "ply {}: {x} (fast) {y} (burn cpu) {z} (wgpu)", i + 1),
         }
@@ -115,7 +121,8 @@ fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export
 /// message that says what is there.
 #[test]
 fn a_missing_adapter_is_a_clear_error_naming_the_adapters() {
-    let out = bredon().args(["bench", "train", "--size", "3", "--seconds", "0", "--device", "wgpu:7"]).output().unwrap();
+    let out =
+        bredon().args(["bench", "train", "--size", "3", "--seconds", "0", "--device", "wgpu:7"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no wgpu:7 adapter") && err.contains("adapters seen: wgpu:0"), "{err}");

@@ -11,10 +11,7 @@ pub struct UniformEvaluator;
 
 impl Evaluator for UniformEvaluator {
     fn evaluate_batch(&self, _positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
-        legal
-            .iter()
-            .map(|m| Evaluation { policy: vec![1.0 / m.len().max(1) as f32; m.len()], value: 0.0 })
-            .collect()
+        legal.iter().map(|m| Evaluation { policy: vec![1.0 / m.len().max(1) as f32; m.len()], value: 0.0 }).collect()
     }
 }
 

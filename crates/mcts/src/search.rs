@@ -108,8 +108,7 @@ impl SearchResult {
         if temperature <= 1e-3 || self.proven {
             return self.best_move;
         }
-        let weights: Vec<f64> =
-            self.visits.iter().map(|&(_, v)| (v as f64).powf(1.0 / temperature as f64)).collect();
+        let weights: Vec<f64> = self.visits.iter().map(|&(_, v)| (v as f64).powf(1.0 / temperature as f64)).collect();
         let total: f64 = weights.iter().sum();
         if total <= 0.0 {
             return self.best_move;
@@ -250,8 +249,7 @@ impl Search {
         let root = &self.nodes[self.root as usize];
         let child = (root.expanded)
             .then(|| {
-                (root.first_child..root.first_child + root.children as u32)
-                    .find(|&c| self.nodes[c as usize].mv == mv)
+                (root.first_child..root.first_child + root.children as u32).find(|&c| self.nodes[c as usize].mv == mv)
             })
             .flatten();
         let mut fresh = Vec::with_capacity(1024);
@@ -605,11 +603,7 @@ impl Search {
                 Proof::Draw => 0.0,
                 _ => {
                     let n_eff = ch.visits as f32 + ch.in_flight as f32 * vl;
-                    if n_eff > 0.0 {
-                        (ch.value_sum - ch.in_flight as f32 * vl) / n_eff
-                    } else {
-                        fpu
-                    }
+                    if n_eff > 0.0 { (ch.value_sum - ch.in_flight as f32 * vl) / n_eff } else { fpu }
                 }
             };
             let u = c * ch.prior * sqrt_n / (1.0 + ch.visits as f32 + ch.in_flight as f32);
@@ -641,12 +635,7 @@ impl Search {
         // Among proven losses (a lost position), one that loses later beats one that
         // loses at once (a terminal or tactically refuted child): make the opponent find it.
         let key = |c: &Node| (c.proof != Proof::Loss, c.proof != Proof::Loss || !c.terminal, c.visits);
-        kids.iter().max_by(|a, b| {
-            key(a)
-                .cmp(&key(b))
-                .then(q(a).total_cmp(&q(b)))
-                .then(a.prior.total_cmp(&b.prior))
-        })
+        kids.iter().max_by(|a, b| key(a).cmp(&key(b)).then(q(a).total_cmp(&q(b))).then(a.prior.total_cmp(&b.prior)))
     }
 
     /// Gumbel AlphaZero's root search: Gumbel-top-k candidates, sequential halving of
@@ -713,7 +702,8 @@ impl Search {
         let mut cands: Vec<usize> = (0..k).collect();
         // Gumbel-top-k: before any visit, σ is the same for every move.
         cands.sort_by(|&a, &b| (noise[b] + logit(self, b)).total_cmp(&(noise[a] + logit(self, a))));
-        let open: Vec<usize> = cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
+        let open: Vec<usize> =
+            cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
         if !open.is_empty() {
             cands = open;
         }

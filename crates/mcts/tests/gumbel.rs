@@ -168,7 +168,8 @@ fn every_search_with_tree_reuse_returns_a_move_until_the_game_ends() {
             while pos.result().is_none() && pos.ply() < 120 {
                 let visits = if pos.ply().is_multiple_of(2) { 8 } else { 32 };
                 let res = s.run(&bredon_mcts::RolloutEvaluator { rollouts: 1, max_plies: 60, seed }, visits, &mut r);
-                let mv = res.best_move.unwrap_or_else(|| panic!("{algorithm:?} seed {seed}: no move at ply {}", pos.ply()));
+                let mv =
+                    res.best_move.unwrap_or_else(|| panic!("{algorithm:?} seed {seed}: no move at ply {}", pos.ply()));
                 pos.play(mv).unwrap();
                 s.advance(mv);
             }

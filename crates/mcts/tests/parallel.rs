@@ -48,7 +48,12 @@ fn a_road_in_one_is_played_and_reported_as_proven() {
     // White to move completes the bottom row with d1.
     let pos = parse_tps("x4/x4/2,2,2,x/1,1,1,x 1 4").unwrap();
     let mut search = ParallelSearch::new(pos.clone(), config(), 2);
-    let r = search.run_with(&UniformEvaluator, &SearchLimits { visits: Some(200), ..Default::default() }, &mut rng(3), |_| {});
+    let r = search.run_with(
+        &UniformEvaluator,
+        &SearchLimits { visits: Some(200), ..Default::default() },
+        &mut rng(3),
+        |_| {},
+    );
     assert!(r.proven && r.value == 1.0, "{r:?}");
     assert_eq!(r.best_move, Some(parse_move("d1", 4).unwrap()));
 }

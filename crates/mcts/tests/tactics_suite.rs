@@ -41,7 +41,12 @@ fn uniform_search_solves_every_road_in_one_and_every_must_block() {
     {
         let mv = best_move_with(tp, true, algorithm);
         if !tp.solutions.contains(&mv) {
-            failures.push(format!("{algorithm:?} {:?} {:?}: played {}", tp.tactic, tp.position, mv.to_ptn(tp.position.size())));
+            failures.push(format!(
+                "{algorithm:?} {:?} {:?}: played {}",
+                tp.tactic,
+                tp.position,
+                mv.to_ptn(tp.position.size())
+            ));
         }
         // Must block: the move played leaves the opponent no immediate win.
         if tp.tactic == Tactic::MustBlock {

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use crate::fsutil::{atomic_write, atomic_write_with};
 use crate::integrity::{
-    Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
+    Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc,
+    to_checked_json,
 };
 use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
 use crate::model::{NetConfig, TakNet};
@@ -59,8 +60,8 @@ impl ModelMeta {
     /// hostile value is refused with an error naming its field before anything is built.
     pub fn from_json(value: serde_json::Value) -> Result<ModelMeta, ModelFileError> {
         check_meta_json(&value)?;
-        let meta: ModelMeta =
-            serde_json::from_value(value).map_err(|e| ModelFileError::BadMetadata(bounded(&e.to_string(), MAX_MESSAGE)))?;
+        let meta: ModelMeta = serde_json::from_value(value)
+            .map_err(|e| ModelFileError::BadMetadata(bounded(&e.to_string(), MAX_MESSAGE)))?;
         meta.check()?;
         Ok(meta)
     }
@@ -110,7 +111,8 @@ pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> 
         .context("delete this checkpoint or restore it from a copy")?;
     let model = weights_from_bytes(&meta, bytes).with_context(|| format!("loading {}", weights.display()))?;
     check_finite(&model).with_context(|| format!("in {}", weights.display()))?;
-    let verified = if v_meta == Verified::Ok && v_weights == Verified::Ok { Verified::Ok } else { Verified::NoChecksum };
+    let verified =
+        if v_meta == Verified::Ok && v_weights == Verified::Ok { Verified::Ok } else { Verified::NoChecksum };
     Ok((model, meta, verified))
 }
 
@@ -184,7 +186,8 @@ pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verifie
 /// the network and checks that its weights are finite.
 pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMeta, Verified)> {
     let (body, verified) = if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC {
-        let body = split_crc(bytes).map_err(|e| anyhow::anyhow!("{name}: {e}; export the model again or restore it from a copy"))?;
+        let body = split_crc(bytes)
+            .map_err(|e| anyhow::anyhow!("{name}: {e}; export the model again or restore it from a copy"))?;
         (body, Verified::Ok)
     } else if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC_V1 {
         (bytes, Verified::NoChecksum)
@@ -203,10 +206,12 @@ pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMet
     if body.len() < 12 + len {
         bail!("{name} is truncated");
     }
-    let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len])
-        .map_err(|e| anyhow::anyhow!("metadata of {name} is not valid JSON: {}", bounded(&e.to_string(), MAX_MESSAGE)))?;
+    let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len]).map_err(|e| {
+        anyhow::anyhow!("metadata of {name} is not valid JSON: {}", bounded(&e.to_string(), MAX_MESSAGE))
+    })?;
     let meta = ModelMeta::from_json(json).with_context(|| format!("in {name}"))?;
-    let model = weights_from_bytes(&meta, body[12 + len..].to_vec()).with_context(|| format!("loading weights of {name}"))?;
+    let model =
+        weights_from_bytes(&meta, body[12 + len..].to_vec()).with_context(|| format!("loading weights of {name}"))?;
     check_finite(&model).with_context(|| format!("in {name}"))?;
     Ok((model, meta, verified))
 }

@@ -188,7 +188,10 @@ fn smoke_test(device: &Device) {
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
-    e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "it failed to start".into())
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "it failed to start".into())
 }
 
 #[cfg(feature = "wgpu")]

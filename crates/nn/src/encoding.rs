@@ -62,7 +62,9 @@ pub const fn planes(input_version: u32) -> usize {
 /// An error naming the versions this build reads unless `input_version` is one of them.
 pub fn check_input_version(input_version: u32) -> Result<()> {
     if planes(input_version) == 0 {
-        bail!("model uses input format version {input_version}, this build reads versions 1 and {LATEST_INPUT_VERSION}");
+        bail!(
+            "model uses input format version {input_version}, this build reads versions 1 and {LATEST_INPUT_VERSION}"
+        );
     }
     Ok(())
 }
@@ -161,21 +163,22 @@ mod tests {
 
     #[test]
     fn planes_follow_symmetries() {
-        let pos = parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26").unwrap();
+        let pos =
+            parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26").unwrap();
         let n = 5;
         for v in [1, 2] {
-        let mut base = vec![0.0; input_len(v, n)];
-        encode(&pos, v, &mut base);
-        for s in Symmetry::ALL {
-            let mut t = vec![0.0; input_len(v, n)];
-            encode(&pos.transformed(s), v, &mut t);
-            for p in 0..planes(v) {
-                for sq in 0..n * n {
-                    let to = s.square(Square(sq as u8), n).index();
-                    assert_eq!(base[p * n * n + sq], t[p * n * n + to], "plane {p} square {sq} sym {s:?}");
+            let mut base = vec![0.0; input_len(v, n)];
+            encode(&pos, v, &mut base);
+            for s in Symmetry::ALL {
+                let mut t = vec![0.0; input_len(v, n)];
+                encode(&pos.transformed(s), v, &mut t);
+                for p in 0..planes(v) {
+                    for sq in 0..n * n {
+                        let to = s.square(Square(sq as u8), n).index();
+                        assert_eq!(base[p * n * n + sq], t[p * n * n + to], "plane {p} square {sq} sym {s:?}");
+                    }
                 }
             }
-        }
         }
     }
 
@@ -202,7 +205,8 @@ mod tests {
 
     #[test]
     fn version_2_starts_with_version_1() {
-        let pos = parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 2 26").unwrap();
+        let pos =
+            parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 2 26").unwrap();
         let (mut a, mut b) = (vec![0.0; input_len(1, 5)], vec![0.0; input_len(2, 5)]);
         encode(&pos, 1, &mut a);
         encode(&pos, 2, &mut b);

@@ -250,7 +250,10 @@ fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
     // Every read and write below stays inside `a` and `out` (checked once per layer).
     let (tmin, tmax) = g.taps.iter().fold((isize::MAX, isize::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
     let (amin, amax) = g.a_rows.iter().fold((usize::MAX, 0), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-    assert!(amin as isize + tmin >= 0 && amax as isize + tmax + g.seg as isize <= g.a.len() as isize, "input rows out of range");
+    assert!(
+        amin as isize + tmin >= 0 && amax as isize + tmax + g.seg as isize <= g.a.len() as isize,
+        "input rows out of range"
+    );
     let omax = g.out_rows.iter().copied().max().unwrap_or(0);
     assert!(omax + w.n <= out.len(), "output rows out of range");
 
@@ -272,7 +275,10 @@ fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
         // SAFETY (both arms): bounds checked above; the halves write disjoint output rows
         // (distinct `out_rows`) or disjoint column ranges of them.
         Some(((p1, r1), (p2, r2))) => {
-            rayon::join(|| unsafe { gemm_part(isa, w, g, out, p1, r1) }, || unsafe { gemm_part(isa, w, g, out, p2, r2) });
+            rayon::join(
+                || unsafe { gemm_part(isa, w, g, out, p1, r1) },
+                || unsafe { gemm_part(isa, w, g, out, p2, r2) },
+            );
         }
         None => unsafe { gemm_part(isa, w, g, out, 0..w.panels, 0..rows) },
     }
@@ -282,7 +288,14 @@ fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
 ///
 /// # Safety
 /// The bounds checks of [`gemm`] hold, and no other thread writes the same elements of `out`.
-unsafe fn gemm_part(isa: Isa, w: &Packed, g: &Gemm, out: OutPtr, panels: std::ops::Range<usize>, rows: std::ops::Range<usize>) {
+unsafe fn gemm_part(
+    isa: Isa,
+    w: &Packed,
+    g: &Gemm,
+    out: OutPtr,
+    panels: std::ops::Range<usize>,
+    rows: std::ops::Range<usize>,
+) {
     let mut tile = [0.0f32; MAX_TILE];
     let nr = w.nr;
     for p in panels {
@@ -311,7 +324,9 @@ unsafe fn gemm_part(isa: Isa, w: &Packed, g: &Gemm, out: OutPtr, panels: std::op
                     (false, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = a + b),
                     (false, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (a + b).max(0.0)),
                     (true, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d += a + b),
-                    (true, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (*d + a + b).max(0.0)),
+                    (true, true) => {
+                        dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (*d + a + b).max(0.0))
+                    }
                 }
             }
             m0 += mr;
@@ -358,7 +373,16 @@ macro_rules! by_shape {
 /// is readable; `b` holds `taps.len() * seg * nv * lanes` floats; `out` has room for the
 /// tile; `isa` is supported by the CPU.
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel(isa: Isa, mr: usize, nv: usize, a: *const *const f32, taps: &[isize], seg: usize, b: *const f32, out: *mut f32) {
+unsafe fn kernel(
+    isa: Isa,
+    mr: usize,
+    nv: usize,
+    a: *const *const f32,
+    taps: &[isize],
+    seg: usize,
+    b: *const f32,
+    out: *mut f32,
+) {
     unsafe {
         match isa {
             #[cfg(target_arch = "x86_64")]
@@ -378,7 +402,13 @@ unsafe fn kernel(isa: Isa, mr: usize, nv: usize, a: *const *const f32, taps: &[i
 
 /// The portable kernel (8 lanes per "vector").
 #[allow(clippy::needless_range_loop)] // fixed-size accumulator tiles read clearest by index
-unsafe fn kport<const MR: usize, const NV: usize>(a: *const *const f32, taps: &[isize], seg: usize, b: *const f32, out: *mut f32) {
+unsafe fn kport<const MR: usize, const NV: usize>(
+    a: *const *const f32,
+    taps: &[isize],
+    seg: usize,
+    b: *const f32,
+    out: *mut f32,
+) {
     unsafe {
         let mut acc = [[[0.0f32; 8]; NV]; MR];
         let mut bp = b;
@@ -710,7 +740,14 @@ impl FastNet {
         s.capacity = b;
     }
 
-    fn forward_chunk(&self, positions: &[&Position], logits: &mut [f32], values: &mut [f32], s: &mut Scratch, split: bool) {
+    fn forward_chunk(
+        &self,
+        positions: &[&Position],
+        logits: &mut [f32],
+        values: &mut [f32],
+        s: &mut Scratch,
+        split: bool,
+    ) {
         let b = positions.len();
         self.reserve(s, b);
         let n = self.size();
@@ -736,7 +773,15 @@ impl FastNet {
         gemm(
             isa,
             &self.stem,
-            &Gemm { a: &s.x, a_rows: &s.rows_x[..m], taps: &taps_x, seg: planes, out_rows: rows_c, residual: false, relu: true },
+            &Gemm {
+                a: &s.x,
+                a_rows: &s.rows_x[..m],
+                taps: &taps_x,
+                seg: planes,
+                out_rows: rows_c,
+                residual: false,
+                relu: true,
+            },
             &mut s.h,
             split,
         );
@@ -759,7 +804,15 @@ impl FastNet {
         gemm(
             isa,
             &self.head,
-            &Gemm { a: &s.h, a_rows: rows_c, taps: &[0], seg: c, out_rows: &s.rows_head[..m], residual: false, relu: true },
+            &Gemm {
+                a: &s.h,
+                a_rows: rows_c,
+                taps: &[0],
+                seg: c,
+                out_rows: &s.rows_head[..m],
+                residual: false,
+                relu: true,
+            },
             &mut s.head,
             split,
         );
@@ -839,7 +892,8 @@ impl FastNet {
             let h = &s.hid[i * hidden..(i + 1) * hidden];
             let mut z = [0.0f32; 3];
             for (k, zk) in z.iter_mut().enumerate().take(outs) {
-                *zk = h.iter().enumerate().map(|(j, a)| a * self.value_fc2[j * outs + k]).sum::<f32>() + self.value_b2[k];
+                *zk =
+                    h.iter().enumerate().map(|(j, a)| a * self.value_fc2[j * outs + k]).sum::<f32>() + self.value_b2[k];
             }
             *v = if outs == 3 {
                 // Win/draw/loss logits: P(win) − P(loss), a softmax shifted by the maximum.

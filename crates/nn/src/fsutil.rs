@@ -33,7 +33,10 @@ pub const INJECT_ENV: &str = "BREDON_INJECT_WRITE_ERROR";
 /// The injected error for a write to `path`, if `BREDON_INJECT_WRITE_ERROR` asks for one.
 fn injected_error(path: &Path) -> std::io::Result<()> {
     #[cfg(test)]
-    let spec = tests::INJECT.with(|i| i.borrow().clone()).map(std::ffi::OsString::from).or_else(|| std::env::var_os(INJECT_ENV));
+    let spec = tests::INJECT
+        .with(|i| i.borrow().clone())
+        .map(std::ffi::OsString::from)
+        .or_else(|| std::env::var_os(INJECT_ENV));
     #[cfg(not(test))]
     let spec = std::env::var_os(INJECT_ENV);
     let Some(spec) = spec else { return Ok(()) };
@@ -120,10 +123,10 @@ pub fn atomic_write_with(path: &Path, f: impl FnOnce(&Path) -> Result<()>) -> Re
         .map_err(anyhow::Error::from)
         .and_then(|()| f(&tmp))
         .and_then(|()| {
-        File::open(&tmp).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", tmp.display()))?;
-        fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-        Ok(())
-    })
+            File::open(&tmp).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", tmp.display()))?;
+            fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+            Ok(())
+        })
         .map_err(|e| {
             let ctx = write_context(path, &e);
             e.context(ctx)

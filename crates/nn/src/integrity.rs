@@ -118,8 +118,9 @@ pub fn from_checked_json<T: DeserializeOwned>(bytes: &[u8], path: &Path) -> Resu
             }
         }
     };
-    let value = serde_json::from_value(v.clone())
-        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), crate::limits::bounded(&e.to_string(), crate::limits::MAX_MESSAGE)))?;
+    let value = serde_json::from_value(v.clone()).map_err(|e| {
+        anyhow::anyhow!("{}: {}", path.display(), crate::limits::bounded(&e.to_string(), crate::limits::MAX_MESSAGE))
+    })?;
     Ok((value, v, verified))
 }
 

@@ -27,8 +27,8 @@ pub mod fsutil;
 pub mod inference;
 pub mod integrity;
 pub mod limits;
-pub mod onnx;
 pub mod model;
+pub mod onnx;
 pub mod policy;
 pub mod train;
 

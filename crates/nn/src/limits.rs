@@ -191,7 +191,12 @@ pub fn check_meta(size: usize, input_version: u32, policy: usize, net: &NetConfi
     in_range("size", size, Limits::SIZE)?;
     if net.size != size {
         let why = "the network's board size is the model's";
-        return Err(ModelFileError::Inconsistent { field: "net.size", value: net.size as u64, expected: size as u64, why });
+        return Err(ModelFileError::Inconsistent {
+            field: "net.size",
+            value: net.size as u64,
+            expected: size as u64,
+            why,
+        });
     }
     if planes(input_version) == 0 {
         return Err(ModelFileError::UnknownInputVersion(input_version.into()));
@@ -289,7 +294,8 @@ const LISTED: usize = 3;
 /// bytes hold their data, all from the burnpack's header) against those of the
 /// architecture `cfg` (already checked by [`check_meta`]), before any of it is loaded.
 pub fn check_weights(cfg: &NetConfig, bytes: Bytes) -> Result<(), ModelFileError> {
-    let reader = Reader::from_bytes(bytes).map_err(|e| ModelFileError::BadWeights(bounded(&e.to_string(), MAX_MESSAGE)))?;
+    let reader =
+        Reader::from_bytes(bytes).map_err(|e| ModelFileError::BadWeights(bounded(&e.to_string(), MAX_MESSAGE)))?;
     let stored = reader.into_tensors().map_err(|e| ModelFileError::BadWeights(bounded(&e.to_string(), MAX_MESSAGE)))?;
     let mut stored: std::collections::HashMap<String, (DType, Vec<u64>)> =
         stored.into_iter().map(|t| (t.name, (t.dtype, t.shape.iter().map(|&d| d as u64).collect()))).collect();
@@ -321,7 +327,8 @@ pub fn check_weights(cfg: &NetConfig, bytes: Bytes) -> Result<(), ModelFileError
     if count == 0 {
         return Ok(());
     }
-    let mut summary = format!("{count} problem{} in {} expected tensors: ", if count == 1 { "" } else { "s" }, expected.len());
+    let mut summary =
+        format!("{count} problem{} in {} expected tensors: ", if count == 1 { "" } else { "s" }, expected.len());
     summary.push_str(&problems.join("; "));
     if count > problems.len() {
         summary.push_str(&format!("; and {} more", count - problems.len()));

@@ -303,7 +303,8 @@ impl TakNet {
                 (fc.forward(p), opponent)
             }
             (None, Some(out)) => {
-                let opponent = self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square_logits(o, p.clone()));
+                let opponent =
+                    self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square_logits(o, p.clone()));
                 (per_square_logits(out, p), opponent)
             }
             (None, None) => unreachable!("a network has a policy head"),
@@ -378,7 +379,9 @@ mod tests {
             let pf = cfg.policy_filters;
             let k = PolicyHead::conv_outputs(size);
             let patterns = (1usize << size) - 1;
-            for (conv, logits) in [(&net.policy_out, out.policy), (&net.opponent_policy_out, out.opponent_policy.unwrap())] {
+            for (conv, logits) in
+                [(&net.policy_out, out.policy), (&net.opponent_policy_out, out.opponent_policy.unwrap())]
+            {
                 let conv = conv.as_ref().unwrap();
                 let w = floats(conv.weight.val());
                 let bias = floats(conv.bias.as_ref().unwrap().val());

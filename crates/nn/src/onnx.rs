@@ -22,8 +22,8 @@ use onnx_protobuf::attribute_proto::AttributeType;
 use onnx_protobuf::tensor_proto::DataType;
 use onnx_protobuf::tensor_shape_proto::{Dimension, dimension};
 use onnx_protobuf::{
-    AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto, type_proto,
+    AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto, type_proto,
 };
 use protobuf::{EnumOrUnknown, MessageField};
 use std::path::Path;
@@ -55,7 +55,12 @@ pub const OWNERSHIP_OUTPUT: &str = "ownership";
 pub const OPPONENT_POLICY_OUTPUT: &str = "opponent_policy_logits";
 
 fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto { name: name.into(), type_: EnumOrUnknown::new(AttributeType::INTS), ints: v.to_vec(), ..Default::default() }
+    AttributeProto {
+        name: name.into(),
+        type_: EnumOrUnknown::new(AttributeType::INTS),
+        ints: v.to_vec(),
+        ..Default::default()
+    }
 }
 
 fn attr_int(name: &str, v: i64) -> AttributeProto {
@@ -91,7 +96,10 @@ fn value_info(name: &str, dims: &[Option<usize>]) -> ValueInfoProto {
     };
     ValueInfoProto {
         name: name.into(),
-        type_: MessageField::some(TypeProto { value: Some(type_proto::Value::TensorType(tensor_type)), ..Default::default() }),
+        type_: MessageField::some(TypeProto {
+            value: Some(type_proto::Value::TensorType(tensor_type)),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
@@ -163,7 +171,13 @@ impl Builder {
     /// concatenated into `output`. Two 1x1 convolutions with `out`'s weights split.
     fn per_square_logits(&mut self, name: &str, p: &str, out: &FoldedConv, output: &str) {
         let split = 3 * out.cin;
-        let place = FoldedConv { cin: out.cin, cout: 3, k: 1, weight: out.weight[..split].to_vec(), bias: out.bias[..3].to_vec() };
+        let place = FoldedConv {
+            cin: out.cin,
+            cout: 3,
+            k: 1,
+            weight: out.weight[..split].to_vec(),
+            bias: out.bias[..3].to_vec(),
+        };
         let spread = FoldedConv {
             cin: out.cin,
             cout: out.cout - 3,
@@ -188,7 +202,13 @@ impl Builder {
 pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     let n = net.size();
     if meta.size != n || meta.net != net.config {
-        bail!("metadata ({} {}) does not describe the network ({} {})", meta.size, meta.net.name(), n, net.config.name());
+        bail!(
+            "metadata ({} {}) does not describe the network ({} {})",
+            meta.size,
+            meta.net.name(),
+            n,
+            net.config.name()
+        );
     }
     let version = net.config.input_version;
     let planes = planes(version);
@@ -207,16 +227,19 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
     // The dense heads read the features flattened (both heads the same node).
     let p_flat = net.policy_fc.is_some().then(|| g.node("Flatten", "policy.flatten", &[&p], vec![attr_int("axis", 1)]));
     let heads = (p.as_str(), p_flat.as_deref());
-    g.policy_logits(heads, (net.policy_fc.as_ref(), "policy.fc"), (net.policy_out.as_ref(), "policy.out"), POLICY_OUTPUT)?;
+    g.policy_logits(
+        heads,
+        (net.policy_fc.as_ref(), "policy.fc"),
+        (net.policy_out.as_ref(), "policy.out"),
+        POLICY_OUTPUT,
+    )?;
     let v = g.conv("value.conv", &h, &net.value_conv);
     let v = g.relu("value.relu", &v);
     let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
     let v = g.gemm("value.fc1", &v, &net.value_fc1, None);
     let v = g.relu("value.relu1", &v);
-    let mut outputs = vec![
-        value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]),
-        value_info(VALUE_OUTPUT, &[None, Some(1)]),
-    ];
+    let mut outputs =
+        vec![value_info(POLICY_OUTPUT, &[None, Some(policy_size(n))]), value_info(VALUE_OUTPUT, &[None, Some(1)])];
     if net.config.wdl {
         let z = g.gemm("value.fc2", &v, &net.value_fc2, Some(WDL_OUTPUT));
         let prob = g.node("Softmax", "value.softmax", &[&z], vec![attr_int("axis", 1)]);
@@ -257,7 +280,11 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         extra.push_str(", wdl_logits [batch, 3]");
     }
     if net.config.aux {
-        extra.push_str(&format!(", flat_margin [batch, 1], ownership [batch, {}], opponent_policy_logits [batch, {}]", n * n, policy_size(n)));
+        extra.push_str(&format!(
+            ", flat_margin [batch, 1], ownership [batch, {}], opponent_policy_logits [batch, {}]",
+            n * n,
+            policy_size(n)
+        ));
     }
     let props = [
         ("producer", "bredon".to_string()),
@@ -319,7 +346,8 @@ pub struct OnnxSummary {
 /// Reads back an ONNX file's [`OnnxSummary`].
 pub fn read_onnx_summary(path: &Path) -> Result<OnnxSummary> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let model = ModelProto::parse_from_bytes(&bytes).with_context(|| format!("{} is not an ONNX model", path.display()))?;
+    let model =
+        ModelProto::parse_from_bytes(&bytes).with_context(|| format!("{} is not an ONNX model", path.display()))?;
     let graph = model.graph.as_ref().with_context(|| format!("{} has no graph", path.display()))?;
     Ok(OnnxSummary {
         opset: model.opset_import.iter().find(|o| o.domain.is_empty()).map_or(0, |o| o.version),

@@ -5,12 +5,12 @@
 //! SGD+momentum.
 
 use anyhow::{Result, bail};
+use bredon_rules::{Move, Position};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
-use bredon_rules::{Move, Position};
 
 use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::model::{NetConfig, TakNet};
@@ -129,10 +129,9 @@ fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
     let wd = (s.weight_decay > 0.0).then(|| WeightDecayConfig::new(s.weight_decay as f32));
     Ok(match s.kind.as_str() {
         "adam" => AdamConfig::new().with_weight_decay(wd).init(),
-        "sgd" => SgdConfig::new()
-            .with_weight_decay(wd)
-            .with_momentum(Some(MomentumConfig::new().with_dampening(0.0)))
-            .init(),
+        "sgd" => {
+            SgdConfig::new().with_weight_decay(wd).with_momentum(Some(MomentumConfig::new().with_dampening(0.0))).init()
+        }
         other => bail!("unknown optimizer {other:?} (use adam or sgd)"),
     })
 }
@@ -172,7 +171,12 @@ impl Trainer {
     }
 
     /// [`Trainer::from_model`] on `device` instead of the selected one.
-    pub fn from_model_on(config: &NetConfig, model: TakNet, settings: OptimizerSettings, device: &Device) -> Result<Trainer> {
+    pub fn from_model_on(
+        config: &NetConfig,
+        model: TakNet,
+        settings: OptimizerSettings,
+        device: &Device,
+    ) -> Result<Trainer> {
         let device = device.clone().autodiff();
         let model = model.to_device(&device).train();
         Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })

@@ -12,7 +12,8 @@ use rand::{Rng, SeedableRng};
 
 /// Every position of the reference games in `shared/data/games` (all 5x5).
 fn real_positions() -> Vec<Position> {
-    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let dir =
+        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").path())
@@ -59,7 +60,13 @@ fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
             .take(32)
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
+                TrainExample {
+                    policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                    value: rng.random_range(-1.0..1.0),
+                    position: p.clone(),
+                    wdl: None,
+                    aux: Default::default(),
+                }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();
@@ -117,8 +124,20 @@ fn fast_path_matches_burn_with_input_version_2() {
     let model = trained(&cfg, &positions, 7);
     assert_eq!(model.input_version(), 2);
     assert_agree(&model, &positions[..positions.len().min(300)], 5, 1e-4);
-    for (size, channels, wdl, aux) in [(4, 20, false, false), (6, 16, false, false), (4, 24, true, true), (5, 16, true, false)] {
-        let cfg = NetConfig { size, blocks: 1, channels, value_hidden: 9, policy_filters: 3, input_version: 2, wdl, aux, ..NetConfig::default() };
+    for (size, channels, wdl, aux) in
+        [(4, 20, false, false), (6, 16, false, false), (4, 24, true, true), (5, 16, true, false)]
+    {
+        let cfg = NetConfig {
+            size,
+            blocks: 1,
+            channels,
+            value_hidden: 9,
+            policy_filters: 3,
+            input_version: 2,
+            wdl,
+            aux,
+            ..NetConfig::default()
+        };
         let positions = random_positions(size, 96, 10 + size as u64);
         assert_agree(&trained(&cfg, &positions, 8), &positions, size, 1e-4);
     }
@@ -128,7 +147,9 @@ fn fast_path_matches_burn_with_input_version_2() {
 fn fast_path_matches_burn_with_the_conv_policy_head() {
     // Every size (the per-square logits count 3 + 4 (2^N - 1) changes with it), filter
     // counts off the vector width, with and without the auxiliary heads.
-    for (size, channels, filters, aux) in [(3, 8, 2, false), (4, 20, 9, true), (5, 16, 16, true), (6, 24, 5, false), (7, 8, 3, false), (8, 8, 4, false)] {
+    for (size, channels, filters, aux) in
+        [(3, 8, 2, false), (4, 20, 9, true), (5, 16, 16, true), (6, 24, 5, false), (7, 8, 3, false), (8, 8, 4, false)]
+    {
         let cfg = NetConfig {
             size,
             blocks: 1,
@@ -154,7 +175,11 @@ fn fast_path_matches_burn_on_the_shipped_models() {
     // feature planes and the WDL and auxiliary heads.
     for (name, version, heads) in [("4x4-v1", 1, false), ("4x4", 2, true), ("5x5", 2, true)] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
-        assert_eq!((meta.input_version, meta.net.input_version, model.input_version()), (version, version, version), "{name}");
+        assert_eq!(
+            (meta.input_version, meta.net.input_version, model.input_version()),
+            (version, version, version),
+            "{name}"
+        );
         assert_eq!((meta.net.wdl, meta.net.aux), (heads, heads), "{name}");
         assert_agree(&model, &random_positions(meta.size, 200, 3), meta.size, 1e-4);
     }
@@ -164,7 +189,8 @@ fn fast_path_matches_burn_on_the_shipped_models() {
 fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
     // Channel counts that are not multiples of the vector width, tiny heads, all sizes.
     for (size, channels, filters) in [(3, 8, 2), (4, 20, 3), (6, 40, 5), (7, 33, 8), (8, 16, 1)] {
-        let cfg = NetConfig { size, blocks: 2, channels, value_hidden: 9, policy_filters: filters, ..NetConfig::default() };
+        let cfg =
+            NetConfig { size, blocks: 2, channels, value_hidden: 9, policy_filters: filters, ..NetConfig::default() };
         let positions = random_positions(size, 96, size as u64);
         let model = trained(&cfg, &positions, 2);
         assert_agree(&model, &positions, size, 1e-4);
@@ -174,7 +200,8 @@ fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
 #[test]
 fn both_inference_paths_give_the_same_evaluations() {
     let positions = real_positions();
-    let cfg = NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
+    let cfg =
+        NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
     let model = trained(&cfg, &positions, 5);
     let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Fast);
     let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);

@@ -102,7 +102,11 @@ fn the_smallest_network_within_the_limits_loads() {
 
 #[test]
 fn hostile_metadata_is_refused_naming_the_field() {
-    let e = refused("channels-200000", &edited(|m| m["net"]["channels"] = json!(200000)), &["`net.channels`", "200000", "1024"]);
+    let e = refused(
+        "channels-200000",
+        &edited(|m| m["net"]["channels"] = json!(200000)),
+        &["`net.channels`", "200000", "1024"],
+    );
     assert!(e.contains("channels-200000.bredon"), "{e}");
     refused("blocks-100000", &edited(|m| m["net"]["blocks"] = json!(100000)), &["`net.blocks`", "100000", "64"]);
     refused(
@@ -129,7 +133,11 @@ fn hostile_metadata_is_refused_naming_the_field() {
         ),
         &["`step`"],
     );
-    refused("policy-filters-0", &edited(|m| m["net"]["policy_filters"] = json!(0)), &["`net.policy_filters`", "1 to 256"]);
+    refused(
+        "policy-filters-0",
+        &edited(|m| m["net"]["policy_filters"] = json!(0)),
+        &["`net.policy_filters`", "1 to 256"],
+    );
     refused("half-komi-1000", &edited(|m| m["half_komi"] = json!(1000)), &["`half_komi`"]);
     refused(
         "input-version-7",
@@ -154,9 +162,17 @@ fn hostile_metadata_is_refused_naming_the_field() {
     );
     // An unknown field with a long name: serde's message quoting it is cut.
     let long = "x".repeat(10_000);
-    refused("unknown-field-10k", &edited(|m| m["net"][long.as_str()] = json!(1)), &["unknown field", "more characters"]);
+    refused(
+        "unknown-field-10k",
+        &edited(|m| m["net"][long.as_str()] = json!(1)),
+        &["unknown field", "more characters"],
+    );
     let long = "x".repeat(1_000_000);
-    refused("unknown-field-1mb", &edited(|m| m["net"][long.as_str()] = json!(1)), &["metadata of 1000216 bytes", "limit of 65536"]);
+    refused(
+        "unknown-field-1mb",
+        &edited(|m| m["net"][long.as_str()] = json!(1)),
+        &["metadata of 1000216 bytes", "limit of 65536"],
+    );
     refused("not-an-object", &edited(|m| *m = json!([1, 2, 3])), &["bad metadata"]);
     // A metadata length field far beyond the file, and one beyond the limit.
     let mut b = edited(|_| {});
@@ -169,7 +185,11 @@ fn hostile_metadata_is_refused_naming_the_field() {
 #[test]
 fn hostile_weights_are_refused_before_the_network_is_built() {
     // Metadata within the limits that does not describe the stored weights.
-    refused("channels-64", &edited(|m| m["net"]["channels"] = json!(64)), &["b4c64", "`stem.weight` has shape", "and "]);
+    refused(
+        "channels-64",
+        &edited(|m| m["net"]["channels"] = json!(64)),
+        &["b4c64", "`stem.weight` has shape", "and "],
+    );
     refused("blocks-5", &edited(|m| m["net"]["blocks"] = json!(5)), &["`blocks.4.conv1.weight` is missing"]);
     refused("blocks-64", &edited(|m| m["net"]["blocks"] = json!(64)), &["problems", "is missing", "more"]);
     refused("no-aux", &edited(|m| m["net"]["aux"] = json!(false)), &["is not a tensor of this network"]);
@@ -196,7 +216,10 @@ fn hostile_weights_are_refused_before_the_network_is_built() {
         &reweighted(|ts| {
             let i = ts.iter().position(|t| t.name == "stem_bn.gamma").unwrap();
             let (name, _, shape, id, bytes) = ts.remove(i).into_parts().unwrap();
-            let wide: Vec<u8> = bytes.chunks(4).flat_map(|c| (f32::from_le_bytes(c.try_into().unwrap()) as f64).to_le_bytes()).collect();
+            let wide: Vec<u8> = bytes
+                .chunks(4)
+                .flat_map(|c| (f32::from_le_bytes(c.try_into().unwrap()) as f64).to_le_bytes())
+                .collect();
             ts.push(Tensor::new(name, burn_pack::DType::F64, shape, id, burn::tensor::Bytes::from_bytes_vec(wide)));
         }),
         &["`stem_bn.gamma` holds F64, expected F32"],
@@ -207,7 +230,13 @@ fn hostile_weights_are_refused_before_the_network_is_built() {
         &reweighted(|ts| {
             for i in 0..5000 {
                 let name = format!("{}{i}", "y".repeat(500));
-                ts.push(Tensor::new(name, burn_pack::DType::F32, vec![1], None, burn::tensor::Bytes::from_bytes_vec(vec![0; 4])));
+                ts.push(Tensor::new(
+                    name,
+                    burn_pack::DType::F32,
+                    vec![1],
+                    None,
+                    burn::tensor::Bytes::from_bytes_vec(vec![0; 4]),
+                ));
             }
         }),
         &["5000 problems", "and 4997 more"],
@@ -221,7 +250,8 @@ fn a_hostile_checkpoint_directory_is_refused_naming_the_field() {
     let write = |meta: &Value| {
         std::fs::write(dir.path().join("model.bpk"), &weights).unwrap();
         let crc: Value = crc_hex(crc32c(&weights)).into();
-        std::fs::write(dir.path().join("model.json"), to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc)]).unwrap()).unwrap();
+        std::fs::write(dir.path().join("model.json"), to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc)]).unwrap())
+            .unwrap();
     };
     write(&meta);
     assert_eq!(load_model(dir.path()).unwrap().1.net.blocks, 4);

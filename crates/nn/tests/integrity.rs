@@ -1,13 +1,15 @@
 //! Damaged model files are refused with a clear error; non-finite weights are never
 //! loaded or written; a non-finite training step changes nothing.
 
-use burn::module::{Module, ModuleMapper, Param};
-use burn::prelude::*;
 use bredon_nn::checkpoint::{ModelMeta, load_exported_verified, load_model_verified};
 use bredon_nn::integrity::Verified;
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, StepOutcome, TakNet, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
+use bredon_nn::{
+    NetConfig, StepOutcome, TakNet, TrainExample, Trainer, export_model, load_exported, load_model, save_model,
+};
 use bredon_rules::Position;
+use burn::module::{Module, ModuleMapper, Param};
+use burn::prelude::*;
 use std::path::Path;
 
 fn tiny(size: usize) -> NetConfig {
@@ -148,9 +150,27 @@ fn a_non_finite_step_is_skipped_and_changes_nothing() {
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
     let pos = Position::new(3).unwrap();
     let mv = pos.legal_moves()[0];
-    let good = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: 0.5, wdl: None, aux: Default::default() }];
-    let nan_value = vec![TrainExample { position: pos.clone(), policy: vec![(mv, 1.0)], value: f32::NAN, wdl: None, aux: Default::default() }];
-    let inf_policy = vec![TrainExample { position: pos.clone(), policy: vec![(mv, f32::INFINITY)], value: 0.0, wdl: None, aux: Default::default() }];
+    let good = vec![TrainExample {
+        position: pos.clone(),
+        policy: vec![(mv, 1.0)],
+        value: 0.5,
+        wdl: None,
+        aux: Default::default(),
+    }];
+    let nan_value = vec![TrainExample {
+        position: pos.clone(),
+        policy: vec![(mv, 1.0)],
+        value: f32::NAN,
+        wdl: None,
+        aux: Default::default(),
+    }];
+    let inf_policy = vec![TrainExample {
+        position: pos.clone(),
+        policy: vec![(mv, f32::INFINITY)],
+        value: 0.0,
+        wdl: None,
+        aux: Default::default(),
+    }];
     // A twin trainer with the same weights that never sees the bad batches.
     let mut twin = Trainer::from_model(&cfg, trainer.model(), OptimizerSettings::default()).unwrap();
     for bad in [&nan_value, &inf_policy] {

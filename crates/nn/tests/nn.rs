@@ -4,7 +4,7 @@ use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::inference::InferenceService;
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, load_exported, export_model, load_model, save_model};
+use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
 use bredon_rules::Position;
 use rand::{Rng, SeedableRng};
 
@@ -119,7 +119,10 @@ fn wdl_and_auxiliary_heads_train_on_a_fixed_batch() {
         })
         .collect();
     let first = trainer.step(&batch, 0.01).unwrap();
-    assert!(first.wdl > 0.0 && first.flat_margin > 0.0 && first.ownership > 0.0 && first.opponent_policy > 0.0, "{first:?}");
+    assert!(
+        first.wdl > 0.0 && first.flat_margin > 0.0 && first.ownership > 0.0 && first.opponent_policy > 0.0,
+        "{first:?}"
+    );
     let mut last = first;
     for _ in 0..100 {
         last = trainer.step(&batch, 0.01).unwrap();
@@ -145,7 +148,8 @@ fn wdl_and_auxiliary_heads_train_on_a_fixed_batch() {
     let agree: f32 = ev.iter().zip(&batch).map(|(e, ex)| e.value * ex.value).sum::<f32>() / batch.len() as f32;
     assert!(agree > 0.2, "values {:?}", ev.iter().map(|e| e.value).collect::<Vec<_>>());
     // Examples without any auxiliary target train too (the auxiliary losses are 0).
-    let plain: Vec<TrainExample> = batch.iter().map(|e| TrainExample { aux: Default::default(), ..e.clone() }).collect();
+    let plain: Vec<TrainExample> =
+        batch.iter().map(|e| TrainExample { aux: Default::default(), ..e.clone() }).collect();
     let l = trainer.step(&plain, 0.01).unwrap();
     assert!(l.wdl > 0.0 && l.flat_margin == 0.0 && l.ownership == 0.0 && l.opponent_policy == 0.0, "{l:?}");
 }
@@ -160,7 +164,13 @@ fn training_reduces_the_loss_on_a_fixed_batch() {
         .map(|p| {
             let moves = p.legal_moves();
             let target = moves[rng.random_range(0..moves.len())];
-            TrainExample { value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 }, policy: vec![(target, 1.0)], position: p, wdl: None, aux: Default::default() }
+            TrainExample {
+                value: if p.side_to_move() == bredon_rules::Color::White { 0.8 } else { -0.8 },
+                policy: vec![(target, 1.0)],
+                position: p,
+                wdl: None,
+                aux: Default::default(),
+            }
         })
         .collect();
     let first = trainer.step(&batch, 0.01).unwrap();

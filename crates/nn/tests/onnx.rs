@@ -13,7 +13,8 @@ use rand::{Rng, SeedableRng};
 use std::process::Command;
 
 fn real_positions() -> Vec<Position> {
-    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let dir =
+        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").path())
@@ -86,7 +87,8 @@ fn onnx_export_with_wdl_and_aux_heads() {
 
 #[test]
 fn onnx_export_with_the_conv_policy_head() {
-    let cfg = NetConfig { input_version: 2, wdl: true, aux: true, policy_filters: 16, ..NetConfig::default_for_size(5) };
+    let cfg =
+        NetConfig { input_version: 2, wdl: true, aux: true, policy_filters: 16, ..NetConfig::default_for_size(5) };
     check_onnx_export(&NetConfig { policy_head: bredon_nn::PolicyHead::Conv, ..cfg });
 }
 
@@ -112,7 +114,13 @@ fn check_onnx_export(cfg: &NetConfig) {
             .iter()
             .map(|p| {
                 let moves = p.legal_moves();
-                TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
+                TrainExample {
+                    policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                    value: rng.random_range(-1.0..1.0),
+                    position: p.clone(),
+                    wdl: None,
+                    aux: Default::default(),
+                }
             })
             .collect();
         trainer.step(&batch, 0.01).unwrap();
@@ -208,7 +216,11 @@ fn shipped_onnx_models_are_the_exports_of_the_shipped_models() {
     for name in ["4x4", "4x4-v1", "5x5"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         let bytes = onnx_bytes(&FoldedNet::from_model(&model, meta.size), &meta).unwrap();
-        let file = std::fs::read(shipped.join(format!("{name}.onnx"))).unwrap_or_else(|e| panic!("checkpoints/shipped/{name}.onnx: {e}"));
-        assert!(bytes == file, "checkpoints/shipped/{name}.onnx is not `bredon export checkpoints/shipped/{name}.bredon --format onnx`");
+        let file = std::fs::read(shipped.join(format!("{name}.onnx")))
+            .unwrap_or_else(|e| panic!("checkpoints/shipped/{name}.onnx: {e}"));
+        assert!(
+            bytes == file,
+            "checkpoints/shipped/{name}.onnx is not `bredon export checkpoints/shipped/{name}.bredon --format onnx`"
+        );
     }
 }

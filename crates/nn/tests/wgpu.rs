@@ -17,7 +17,8 @@ fn wgpu() -> Device {
 
 /// Positions of the reference games in `shared/data/games` (all 5x5).
 fn real_positions() -> Vec<Position> {
-    let dir = bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let dir =
+        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -152,7 +153,13 @@ fn training_steps_on_wgpu_follow_the_cpu() {
         .iter()
         .map(|p| {
             let moves = p.legal_moves();
-            TrainExample { policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)], value: rng.random_range(-1.0..1.0), position: p.clone(), wdl: None, aux: Default::default() }
+            TrainExample {
+                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                value: rng.random_range(-1.0..1.0),
+                position: p.clone(),
+                wdl: None,
+                aux: Default::default(),
+            }
         })
         .collect();
     let init = Trainer::new(&cfg, OptimizerSettings::default(), 5).unwrap().model();
@@ -161,7 +168,12 @@ fn training_steps_on_wgpu_follow_the_cpu() {
     for step in 0..3 {
         let a = cpu.step(&batch, 0.01).unwrap();
         let b = gpu.step(&batch, 0.01).unwrap();
-        assert!((a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0), "step {step}: policy loss {} vs {}", a.policy, b.policy);
+        assert!(
+            (a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0),
+            "step {step}: policy loss {} vs {}",
+            a.policy,
+            b.policy
+        );
         assert!((a.value - b.value).abs() < 1e-3, "step {step}: value loss {} vs {}", a.value, b.value);
     }
     assert_eq!(gpu.model().device(), wgpu());

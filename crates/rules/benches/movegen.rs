@@ -11,8 +11,7 @@ use std::hint::black_box;
 
 const ENDGAME_6X6: &str =
     "2,2,21S,2,2,2/2,x,222221,2,2,x/1,1,2221C,x,111112C,2S/x,1,2S,x2,121211212/1,1,1212S,1S,2,1S/x2,2,1,21,1 1 42";
-const MIDGAME_5X5: &str =
-    "x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26";
+const MIDGAME_5X5: &str = "x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26";
 
 fn movegen(c: &mut Criterion) {
     let mut g = c.benchmark_group("movegen");

@@ -83,7 +83,9 @@ fn tactics(c: &mut Criterion) {
             out.len()
         })
     });
-    g.bench_function("forced-wins-in-three/6x6-endgame", |b| b.iter(|| black_box(&endgame).forced_wins_in_three().len()));
+    g.bench_function("forced-wins-in-three/6x6-endgame", |b| {
+        b.iter(|| black_box(&endgame).forced_wins_in_three().len())
+    });
     g.finish();
 }
 

@@ -29,4 +29,6 @@ pub use bitboard::{BitIter, Bitboard, SizeInfo};
 pub use moves::Move;
 pub use position::{GameOptions, Position, RulesError, Stack, Undo};
 pub use symmetry::Symmetry;
-pub use types::{Color, Direction, GameResult, MAX_SIZE, MIN_SIZE, Piece, PieceKind, Square, WinKind, default_reserves};
+pub use types::{
+    Color, Direction, GameResult, MAX_SIZE, MIN_SIZE, Piece, PieceKind, Square, WinKind, default_reserves,
+};

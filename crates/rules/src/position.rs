@@ -470,7 +470,10 @@ impl Position {
                 for &p in SPREADS.normal(carry, dist) {
                     out.push(Move::spread(sq, dir, p));
                 }
-                if is_cap && let Some(b) = blocker && self.walls >> b.index() & 1 == 1 {
+                if is_cap
+                    && let Some(b) = blocker
+                    && self.walls >> b.index() & 1 == 1
+                {
                     for &p in SPREADS.crush(carry, dist) {
                         out.push(Move::spread(sq, dir, p));
                     }
@@ -505,7 +508,10 @@ impl Position {
             for dir in Direction::ALL {
                 let (dist, blocker) = info.slide(sq, dir, blockers);
                 count += SPREADS.normal[carry][dist].1 as u64;
-                if is_cap && let Some(b) = blocker && self.walls >> b.index() & 1 == 1 {
+                if is_cap
+                    && let Some(b) = blocker
+                    && self.walls >> b.index() & 1 == 1
+                {
                     count += SPREADS.crush[carry][dist].1 as u64;
                 }
             }

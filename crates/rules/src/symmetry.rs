@@ -98,11 +98,7 @@ impl Position {
         let n = self.size();
         let mut stacks: Vec<Vec<Piece>> = vec![Vec::new(); n * n];
         for sq in BitIter(self.occupied()) {
-            stacks[sq.index()] = self
-                .stack(sq)
-                .pieces()
-                .map(|p| Piece::new(p.color.opposite(), p.kind))
-                .collect();
+            stacks[sq.index()] = self.stack(sq).pieces().map(|p| Piece::new(p.color.opposite(), p.kind)).collect();
         }
         let r = self.reserves_array();
         self.rebuilt(&stacks, self.side_to_move().opposite(), [r[1], r[0]], self.half_komi().saturating_neg())
@@ -150,7 +146,8 @@ mod tests {
 
     #[test]
     fn moves_map_with_the_position() {
-        let pos = parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26").unwrap();
+        let pos =
+            parse_tps("x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26").unwrap();
         let legal = pos.legal_moves();
         for s in Symmetry::ALL {
             let t = pos.transformed(s);

@@ -103,7 +103,10 @@ fn tags_comments_numbers_and_results() {
         assert_eq!(p.start_position().unwrap().half_komi(), half);
     }
     // The result token alone gives the result; `0-0` means unknown.
-    assert_eq!(Ptn::parse("[Size \"3\"] 1. a1 c3 0-R").unwrap().result.and_then(GameResult::winner), Some(Color::Black));
+    assert_eq!(
+        Ptn::parse("[Size \"3\"] 1. a1 c3 0-R").unwrap().result.and_then(GameResult::winner),
+        Some(Color::Black)
+    );
     assert_eq!(Ptn::parse("[Size \"3\"] 1. a1 c3 0-0").unwrap().result, None);
     assert_eq!(Ptn::parse("[Size \"3\"][Result \"1/2-1/2\"] 1. a1 c3").unwrap().result, Some(GameResult::Draw));
     // Unnumbered moves are fine.
@@ -198,9 +201,14 @@ fn malformed_ptn_reports_line_and_column() {
     // A bad direction: the column points at the offending character.
     let (l, c, k) = err_at("[Size \"5\"]\n\n1. a1 e5\n2. 2b3* c4");
     assert_eq!((l, c), (4, 7));
-    assert!(matches!(k, PtnErrorKind::Move { ref text, error: PtnMoveError::ExpectedDirection { found: Some('*'), .. } } if text == "2b3*"));
+    assert!(
+        matches!(k, PtnErrorKind::Move { ref text, error: PtnMoveError::ExpectedDirection { found: Some('*'), .. } } if text == "2b3*")
+    );
     let e = Ptn::parse("[Size \"5\"]\n\n1. a1 e5\n2. 2b3* c4").unwrap_err();
-    assert_eq!(e.to_string(), "line 4, column 7: unknown direction '*' at offset 3: expected + - < or > in move \"2b3*\"");
+    assert_eq!(
+        e.to_string(),
+        "line 4, column 7: unknown direction '*' at offset 3: expected + - < or > in move \"2b3*\""
+    );
     // An unknown character after a move.
     let (l, c, k) = err_at("[Size \"5\"]\n1. a1 e5x");
     assert_eq!((l, c), (2, 9));
@@ -210,9 +218,18 @@ fn malformed_ptn_reports_line_and_column() {
     assert_eq!((l, c), (2, 7));
     assert!(matches!(k, PtnErrorKind::Move { error: PtnMoveError::BadSquare { size: 4, .. }, .. }));
     // Carry limit and drop sums.
-    assert!(matches!(err_at("[Size \"3\"] 1. a1 c3 2. 4a1+").2, PtnErrorKind::Move { error: PtnMoveError::CountTooLarge { count: 4, .. }, .. }));
-    assert!(matches!(err_at("[Size \"5\"] 1. a1 c3 2. 3a1+11").2, PtnErrorKind::Move { error: PtnMoveError::DropSum { sum: 2, count: 3, .. }, .. }));
-    assert!(matches!(err_at("[Size \"5\"] 1. a1 c3 2. 0a1+").2, PtnErrorKind::Move { error: PtnMoveError::ZeroCount { .. }, .. }));
+    assert!(matches!(
+        err_at("[Size \"3\"] 1. a1 c3 2. 4a1+").2,
+        PtnErrorKind::Move { error: PtnMoveError::CountTooLarge { count: 4, .. }, .. }
+    ));
+    assert!(matches!(
+        err_at("[Size \"5\"] 1. a1 c3 2. 3a1+11").2,
+        PtnErrorKind::Move { error: PtnMoveError::DropSum { sum: 2, count: 3, .. }, .. }
+    ));
+    assert!(matches!(
+        err_at("[Size \"5\"] 1. a1 c3 2. 0a1+").2,
+        PtnErrorKind::Move { error: PtnMoveError::ZeroCount { .. }, .. }
+    ));
     // Unclosed comment: reported where it opens.
     assert_eq!(err_at("[Size \"5\"]\n1. a1 {oops\n e5\n"), (2, 7, PtnErrorKind::UnterminatedComment));
     assert_eq!(err_at("[Size \"5\"]\n1. a1 } e5\n"), (2, 7, PtnErrorKind::UnmatchedBrace));
@@ -252,12 +269,25 @@ fn illegal_moves_are_reported_with_their_place() {
     assert_eq!((e.line, e.column), (3, 7));
     assert_eq!(
         e.kind,
-        PtnErrorKind::IllegalMove { text: "c3".into(), move_number: 2, color: Color::Black, error: RulesError::Occupied }
+        PtnErrorKind::IllegalMove {
+            text: "c3".into(),
+            move_number: 2,
+            color: Color::Black,
+            error: RulesError::Occupied
+        }
     );
     assert!(e.to_string().contains("black's move 2"), "{e}");
     // A wall on the first turn.
     let e = Ptn::parse("[Size \"5\"]\n1. Sc3").unwrap().replay().unwrap_err();
-    assert_eq!(e.kind, PtnErrorKind::IllegalMove { text: "Sc3".into(), move_number: 1, color: Color::White, error: RulesError::OpeningPlacementOnly });
+    assert_eq!(
+        e.kind,
+        PtnErrorKind::IllegalMove {
+            text: "Sc3".into(),
+            move_number: 1,
+            color: Color::White,
+            error: RulesError::OpeningPlacementOnly
+        }
+    );
     // Spreading an opponent's stack.
     // (1. a1 puts a black stone on a1.)
     let e = Ptn::parse("[Size \"5\"]\n1. a1 e5\n2. a1+ ").unwrap().replay().unwrap_err();
@@ -271,16 +301,22 @@ fn moves_after_a_road_are_rejected() {
     let ptn = Ptn::parse("[Size \"3\"]\n1. c3 a1 2. b1 c2 3. c1 b2 4. a2").unwrap();
     let e = ptn.replay().unwrap_err();
     assert!(
-        matches!(e.kind, PtnErrorKind::MoveAfterEnd { result: GameResult::Win { color: Color::White, kind: WinKind::Road }, .. }),
+        matches!(
+            e.kind,
+            PtnErrorKind::MoveAfterEnd { result: GameResult::Win { color: Color::White, kind: WinKind::Road }, .. }
+        ),
         "{e}"
     );
     assert_eq!((e.line, e.column), (2, 25));
-    assert_eq!(e.kind, PtnErrorKind::MoveAfterEnd {
-        text: "b2".into(),
-        move_number: 3,
-        color: Color::Black,
-        result: GameResult::Win { color: Color::White, kind: WinKind::Road },
-    });
+    assert_eq!(
+        e.kind,
+        PtnErrorKind::MoveAfterEnd {
+            text: "b2".into(),
+            move_number: 3,
+            color: Color::Black,
+            result: GameResult::Win { color: Color::White, kind: WinKind::Road },
+        }
+    );
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Perft against the reference counts in `shared/data/perft.txt`.
 
+use bredon_rules::Position;
 use bredon_rules::notation::parse_tps;
 use bredon_rules::perft::{perft, perft_slow};
 use bredon_rules::testdata::{PerftCase, parse_perft_file, shared_data_dir};
-use bredon_rules::Position;
 
 /// Depths with more nodes than this are left to the ignored test and the benches.
 const FAST_BUDGET: u64 = 20_000_000;

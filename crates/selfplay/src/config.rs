@@ -304,9 +304,9 @@ impl Default for GateSettings {
 fn non_finite_key(v: &toml::Value, at: &str) -> Option<String> {
     match v {
         toml::Value::Float(f) if !f.is_finite() => Some(at.to_string()),
-        toml::Value::Table(t) => t.iter().find_map(|(k, x)| {
-            non_finite_key(x, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") })
-        }),
+        toml::Value::Table(t) => {
+            t.iter().find_map(|(k, x)| non_finite_key(x, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") }))
+        }
         toml::Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| non_finite_key(x, &format!("{at}[{i}]"))),
         _ => None,
     }

@@ -13,9 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::RunConfig;
+use crate::replay::Sample;
 use crate::rundir::read_state_file;
 use bredon_nn::integrity::check_crc;
-use crate::replay::Sample;
 
 /// A network under training with its optimiser.
 pub struct Learner {
@@ -49,7 +49,13 @@ impl Learner {
     /// The learner of `net` (the run's architecture) trained by `trainer`, with the run's
     /// komi, inference and value-target settings.
     fn with_trainer(cfg: &RunConfig, net: NetConfig, trainer: Trainer) -> Learner {
-        Learner { trainer, net, half_komi: cfg.game.half_komi(), inference: cfg.selfplay.inference, search_value_weight: cfg.train.search_value_weight as f32 }
+        Learner {
+            trainer,
+            net,
+            half_komi: cfg.game.half_komi(),
+            inference: cfg.selfplay.inference,
+            search_value_weight: cfg.train.search_value_weight as f32,
+        }
     }
 
     /// A new random network for the run.
@@ -65,7 +71,12 @@ impl Learner {
         let (model, meta) = load_model(dir)?;
         let net = net_config(cfg);
         if meta.net != net {
-            anyhow::bail!("checkpoint {} is a {} network, the config asks for {}", dir.display(), meta.net.name(), net.name());
+            anyhow::bail!(
+                "checkpoint {} is a {} network, the config asks for {}",
+                dir.display(),
+                meta.net.name(),
+                net.name()
+            );
         }
         let mut trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
         let opt = dir.join("optimizer.bpk");
@@ -146,7 +157,8 @@ impl Learner {
 /// the outcome blended with the search value by `search_value_weight`.
 pub fn example(s: &Sample, sym: Symmetry, aux: bool, search_value_weight: f32) -> TrainExample {
     let n = s.position.size();
-    let map_policy = |p: &[(bredon_rules::Move, f32)]| p.iter().map(|&(m, q)| (sym.apply_move(m, n), q)).collect::<Vec<_>>();
+    let map_policy =
+        |p: &[(bredon_rules::Move, f32)]| p.iter().map(|&(m, q)| (sym.apply_move(m, n), q)).collect::<Vec<_>>();
     let aux = if aux {
         let mut ownership = vec![0.0f32; n * n];
         for (sq, o) in s.ownership_for_mover().into_iter().enumerate() {
@@ -190,7 +202,13 @@ mod tests {
             plies.push(PlyRecord { mv: mv.0, visits: vec![(mv.0, 3), (moves[0].0, 1)], root_value: 0.0 });
             pos.play(mv).unwrap();
         }
-        let record = GameRecord { size: 4, half_komi: 0, model: "m".into(), plies, result: StoredResult::Adjudicated { outcome: 2 } };
+        let record = GameRecord {
+            size: 4,
+            half_komi: 0,
+            model: "m".into(),
+            plies,
+            result: StoredResult::Adjudicated { outcome: 2 },
+        };
         let samples = record.samples().unwrap();
         for s in &samples[..samples.len() - 1] {
             for sym in Symmetry::ALL {

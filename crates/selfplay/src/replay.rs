@@ -292,7 +292,8 @@ impl GameRecord {
     /// samples. Errors name the file.
     pub fn load(path: &Path) -> Result<(GameRecord, Vec<Sample>, Verified)> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let (record, verified) = GameRecord::from_bytes_verified(&bytes).with_context(|| format!("{}", path.display()))?;
+        let (record, verified) =
+            GameRecord::from_bytes_verified(&bytes).with_context(|| format!("{}", path.display()))?;
         let samples = record.samples().with_context(|| format!("{}", path.display()))?;
         Ok((record, samples, verified))
     }
@@ -361,10 +362,7 @@ pub fn list_game_files(games_dir: &Path) -> Result<Vec<PathBuf>> {
         let mut fs: Vec<PathBuf> = std::fs::read_dir(&d)?
             .flatten()
             .map(|e| e.path())
-            .filter(|p| {
-                p.extension().is_some_and(|e| e == "game")
-                    && !p.to_string_lossy().ends_with(TMP_SUFFIX)
-            })
+            .filter(|p| p.extension().is_some_and(|e| e == "game") && !p.to_string_lossy().ends_with(TMP_SUFFIX))
             .collect();
         fs.sort();
         files.extend(fs);

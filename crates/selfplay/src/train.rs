@@ -203,10 +203,7 @@ pub fn open_run(run: &RunDir, config: Option<&RunConfig>, config_text: Option<&s
         if let Some(given) = config
             && given != &cfg
         {
-            eprintln!(
-                "warning: {} exists with a different config; resuming with the run's own copy",
-                saved.display()
-            );
+            eprintln!("warning: {} exists with a different config; resuming with the run's own copy", saved.display());
         }
         return Ok(cfg);
     }
@@ -219,7 +216,12 @@ pub fn open_run(run: &RunDir, config: Option<&RunConfig>, config_text: Option<&s
 
 /// Runs (or resumes) training in `run` until the schedule ends or `stop` is set. Holds
 /// the run's [`RunLock`] throughout: a second trainer on the same run is refused.
-pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<AtomicBool>) -> Result<Vec<GenerationSummary>> {
+pub fn train(
+    cfg: &RunConfig,
+    run: &RunDir,
+    opts: &TrainOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<Vec<GenerationSummary>> {
     let _lock = RunLock::acquire(run)?;
     let started = Instant::now();
     let game_opts = cfg.game.options();
@@ -234,8 +236,8 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
                 );
             }
             let state = run.read_state(&name)?;
-            let learner = Learner::load(cfg, &run.checkpoint_dir(&name))
-                .with_context(|| format!("loading checkpoint {name}"))?;
+            let learner =
+                Learner::load(cfg, &run.checkpoint_dir(&name)).with_context(|| format!("loading checkpoint {name}"))?;
             eprintln!("resuming {} at {name} (step {})", run.root().display(), state.step);
             (learner, state)
         }
@@ -254,7 +256,12 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
                         None if path.join("state.json").is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
                         None => None,
                     };
-                    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
+                    let init = InitRecord {
+                        source: path.display().to_string(),
+                        step: meta.step,
+                        generation: meta.generation,
+                        minutes,
+                    };
                     atomic_write(&run.init_path(), serde_json::to_string_pretty(&init)?.as_bytes())?;
                     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
                     (learner, meta.step)
@@ -371,7 +378,9 @@ pub fn train(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions, stop: Arc<Atomi
             pl += losses.policy;
             vl += losses.value;
             ent += losses.entropy;
-            for (sum, l) in aux_sums.iter_mut().zip([losses.wdl, losses.flat_margin, losses.ownership, losses.opponent_policy]) {
+            for (sum, l) in
+                aux_sums.iter_mut().zip([losses.wdl, losses.flat_margin, losses.ownership, losses.opponent_policy])
+            {
                 *sum += l;
             }
             state.step += 1;
@@ -553,7 +562,9 @@ impl Background {
         let (flag, games_dir) = (stop.clone(), run.games_dir());
         let handle = std::thread::Builder::new()
             .name(format!("selfplay-{next}"))
-            .spawn(move || play(&job, evaluator, service, &games_dir, target - have, have as u64, &flag, &ProgressBar::hidden()))
+            .spawn(move || {
+                play(&job, evaluator, service, &games_dir, target - have, have as u64, &flag, &ProgressBar::hidden())
+            })
             .context("starting the background self-play thread")?;
         Ok(Some(Background { handle: Some(handle), stop }))
     }
@@ -598,7 +609,8 @@ fn prune_optimizer_states(run: &RunDir, newest: u32, kept: usize) {
 fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
     let mut evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
     // The losses of the optional heads (only those present), after the line's fields.
-    let aux: Vec<String> = s.head_losses().iter().filter(|(_, _, l)| *l != 0.0).map(|(k, _, l)| format!("{k} {l:.3}")).collect();
+    let aux: Vec<String> =
+        s.head_losses().iter().filter(|(_, _, l)| *l != 0.0).map(|(k, _, l)| format!("{k} {l:.3}")).collect();
     if !aux.is_empty() {
         evals.push_str(&format!(" | heads {}", aux.join(" ")));
     }

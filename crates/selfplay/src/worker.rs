@@ -95,7 +95,9 @@ pub fn play_game(
             (_, false) => Vec::new(),
             // Gumbel search: the improved policy, stored as weights in millionths (the
             // record's counts are normalised into the target when samples are built).
-            (Some(pi), true) => pi.iter().map(|&(m, p)| (m.0, (p * 1e6).round() as u32)).filter(|&(_, w)| w > 0).collect(),
+            (Some(pi), true) => {
+                pi.iter().map(|&(m, p)| (m.0, (p * 1e6).round() as u32)).filter(|&(_, w)| w > 0).collect()
+            }
             (None, true) => result.visits.iter().map(|&(m, v)| (m.0, v)).collect(),
         };
         plies.push(PlyRecord { mv: mv.0, visits, root_value: value });

@@ -359,7 +359,10 @@ fn parse_option(rest: &[&str]) -> Result<OptionInfo, TeiParseError> {
     let mut i = type_at + 2;
     while i < rest.len() {
         let key = rest[i];
-        let end = rest[i + 1..].iter().position(|w| matches!(*w, "default" | "min" | "max" | "var")).map_or(rest.len(), |p| i + 1 + p);
+        let end = rest[i + 1..]
+            .iter()
+            .position(|w| matches!(*w, "default" | "min" | "max" | "var"))
+            .map_or(rest.len(), |p| i + 1 + p);
         let value = rest[i + 1..end].join(" ");
         match key {
             "default" => o.default = Some(value),
@@ -619,11 +622,60 @@ mod tests {
     #[test]
     fn generated_lines_round_trip() {
         const WORDS: &[&str] = &[
-            "tei", "isready", "setoption", "name", "value", "teinewgame", "position", "startpos", "tps", "moves", "go",
-            "stop", "quit", "wtime", "btime", "winc", "binc", "movetime", "nodes", "movestogo", "infinite", "depth",
-            "ponder", "3", "5", "-7", "x", "a1", "x3/x3/x3", "1", "id", "author", "option", "type", "spin", "combo",
-            "default", "min", "max", "var", "teiok", "readyok", "info", "string", "score", "cp", "time", "nps", "pv",
-            "bestmove", "seldepth", " ", "\t", "",
+            "tei",
+            "isready",
+            "setoption",
+            "name",
+            "value",
+            "teinewgame",
+            "position",
+            "startpos",
+            "tps",
+            "moves",
+            "go",
+            "stop",
+            "quit",
+            "wtime",
+            "btime",
+            "winc",
+            "binc",
+            "movetime",
+            "nodes",
+            "movestogo",
+            "infinite",
+            "depth",
+            "ponder",
+            "3",
+            "5",
+            "-7",
+            "x",
+            "a1",
+            "x3/x3/x3",
+            "1",
+            "id",
+            "author",
+            "option",
+            "type",
+            "spin",
+            "combo",
+            "default",
+            "min",
+            "max",
+            "var",
+            "teiok",
+            "readyok",
+            "info",
+            "string",
+            "score",
+            "cp",
+            "time",
+            "nps",
+            "pv",
+            "bestmove",
+            "seldepth",
+            " ",
+            "\t",
+            "",
         ];
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: usize| {

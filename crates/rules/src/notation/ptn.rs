@@ -252,11 +252,7 @@ pub fn parse_move(text: &str, size: usize) -> Result<Move, PtnMoveError> {
         i += 1;
     }
     check_marks(&chars, i)?;
-    Move::spread_from_drops(square, dir, &drops).ok_or(PtnMoveError::CountTooLarge {
-        count,
-        size,
-        offset: count_start,
-    })
+    Move::spread_from_drops(square, dir, &drops).ok_or(PtnMoveError::CountTooLarge { count, size, offset: count_start })
 }
 
 fn check_marks(chars: &[char], from: usize) -> Result<(), PtnMoveError> {
@@ -815,7 +811,8 @@ impl Ptn {
         };
         let mut options = GameOptions::new(size);
         if let Some((i, v)) = find("Komi") {
-            options.half_komi = parse_komi(v).ok_or_else(|| bad_tag(i, "komi must be a number of half points such as 2 or 2.5"))?;
+            options.half_komi =
+                parse_komi(v).ok_or_else(|| bad_tag(i, "komi must be a number of half points such as 2 or 2.5"))?;
         }
         if let Some((i, v)) = find("Flats") {
             options.stones = v.parse().map_err(|_| bad_tag(i, "must be a number from 0 to 255"))?;
@@ -878,11 +875,8 @@ impl Ptn {
             let mut move_column = column;
             if let Some((digits, dots, rest)) = split_number(&word) {
                 let number_text = &word[..word.len() - rest.len()];
-                let bad = || PtnError {
-                    line,
-                    column,
-                    kind: PtnErrorKind::BadMoveNumber { text: number_text.to_string() },
-                };
+                let bad =
+                    || PtnError { line, column, kind: PtnErrorKind::BadMoveNumber { text: number_text.to_string() } };
                 let number: u64 = match digits.parse() {
                     Ok(n) if dots == 1 || dots == 3 => n,
                     _ => {
@@ -893,7 +887,11 @@ impl Ptn {
                 if number_pending {
                     number_warning(
                         &mut warnings,
-                        PtnError { line, column, kind: PtnErrorKind::DoubleMoveNumber { text: number_text.to_string() } },
+                        PtnError {
+                            line,
+                            column,
+                            kind: PtnErrorKind::DoubleMoveNumber { text: number_text.to_string() },
+                        },
                     );
                 }
                 let ply = start_ply + moves.len();
@@ -911,7 +909,11 @@ impl Ptn {
                     };
                     number_warning(
                         &mut warnings,
-                        PtnError { line, column, kind: PtnErrorKind::WrongMoveNumber { found: number_text.to_string(), expected } },
+                        PtnError {
+                            line,
+                            column,
+                            kind: PtnErrorKind::WrongMoveNumber { found: number_text.to_string(), expected },
+                        },
                     );
                 }
                 number_pending = true;
@@ -965,8 +967,11 @@ impl Ptn {
     pub fn start_position(&self) -> Result<Position, PtnError> {
         let (line, column) = self.tps_at;
         match &self.start_tps {
-            Some(tps) => parse_tps_with(tps, Some(self.options), 0)
-                .map_err(|e| PtnError { line, column, kind: PtnErrorKind::Tps(e) }),
+            Some(tps) => parse_tps_with(tps, Some(self.options), 0).map_err(|e| PtnError {
+                line,
+                column,
+                kind: PtnErrorKind::Tps(e),
+            }),
             None => Position::with_options(self.options).map_err(|_| PtnError {
                 line,
                 column,

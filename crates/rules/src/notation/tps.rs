@@ -114,13 +114,11 @@ pub fn parse_tps_with(tps: &str, options: Option<GameOptions>, half_komi: i8) ->
             let chars: Vec<char> = sq_text.chars().collect();
             for (at, &ch) in chars.iter().enumerate() {
                 match ch {
-                    '1' | '2' => pieces.push(Piece::new(
-                        if ch == '1' { Color::White } else { Color::Black },
-                        PieceKind::Flat,
-                    )),
+                    '1' | '2' => {
+                        pieces.push(Piece::new(if ch == '1' { Color::White } else { Color::Black }, PieceKind::Flat))
+                    }
                     'S' | 'C' if at + 1 == chars.len() && !pieces.is_empty() => {
-                        pieces.last_mut().unwrap().kind =
-                            if ch == 'S' { PieceKind::Wall } else { PieceKind::Cap };
+                        pieces.last_mut().unwrap().kind = if ch == 'S' { PieceKind::Wall } else { PieceKind::Cap };
                     }
                     _ => return Err(bad(ch, at)),
                 }
@@ -146,11 +144,7 @@ pub fn parse_tps_with(tps: &str, options: Option<GameOptions>, half_komi: i8) ->
     };
     for color in Color::ALL {
         let count = |cap: bool| {
-            stacks
-                .iter()
-                .flatten()
-                .filter(|p| p.color == color && (p.kind == PieceKind::Cap) == cap)
-                .count()
+            stacks.iter().flatten().filter(|p| p.color == color && (p.kind == PieceKind::Cap) == cap).count()
         };
         if count(false) > opts.stones as usize {
             return Err(TpsError::TooManyPieces { color, what: "stones", reserve: opts.stones });
