@@ -668,6 +668,22 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_6x6_model_plays_komi_2_without_a_warning() {
+        let models = ModelSet::load(&[shipped("6x6.bredon")]).unwrap();
+        assert_eq!(models.get(6).unwrap().1.meta.as_ref().unwrap().half_komi, 4, "6x6 is trained with komi 2");
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut e = Engine::new(models, out.clone(), 30, None, 7);
+        e.handle_line("teinewgame 6");
+        e.handle_line("setoption name HalfKomi value 4");
+        e.handle_line("position startpos moves a1 f6");
+        e.handle_line("go nodes 30");
+        e.finish();
+        let lines = take(&out);
+        assert!(!lines.iter().any(|l| l.contains("warning") || l.contains("error")), "{lines:?}");
+        parse_move(&bestmove(&lines), 6).unwrap();
+    }
+
+    #[test]
     fn komi_reaches_the_position() {
         let (mut e, _out) = engine();
         e.handle_line("teinewgame 6");
