@@ -8,6 +8,7 @@ use bredon_nn::train::{OptimizerSettings, encode_batch};
 use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
 use bredon_rules::Position;
 use bredon_rules::notation::Ptn;
+use burn::module::Module;
 use burn::prelude::{Device, Tensor};
 use rand::{Rng, SeedableRng};
 
