@@ -1,5 +1,6 @@
 //! The fast inference path agrees with burn's forward pass.
 
+mod common;
 use bredon_mcts::Evaluator;
 use bredon_nn::fast::{FastNet, Isa};
 use bredon_nn::folded::FoldedNet;
@@ -7,25 +8,11 @@ use bredon_nn::inference::{InferenceKind, forward_raw};
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{NetConfig, NetEvaluator, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
 use bredon_rules::Position;
-use bredon_rules::notation::Ptn;
 use rand::{Rng, SeedableRng};
 
 /// Every position of the reference games in `shared/data/games` (all 5x5).
 fn real_positions() -> Vec<Position> {
-    let dir =
-        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let ptn = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap();
-        let replay = ptn.replay().unwrap();
-        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
-    }
+    let out = common::real_positions();
     assert!(out.len() >= 64, "only {} positions", out.len());
     out
 }

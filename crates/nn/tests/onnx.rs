@@ -1,5 +1,6 @@
 //! ONNX export: the file runs in Python onnxruntime and matches burn's outputs.
 
+mod common;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::encoding::{encode, input_len};
 use bredon_nn::folded::FoldedNet;
@@ -8,26 +9,9 @@ use bredon_nn::onnx::{export_onnx, onnx_bytes, read_onnx_summary};
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{NetConfig, TrainExample, Trainer, load_exported};
 use bredon_rules::Position;
-use bredon_rules::notation::Ptn;
+use common::real_positions;
 use rand::{Rng, SeedableRng};
 use std::process::Command;
-
-fn real_positions() -> Vec<Position> {
-    let dir =
-        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let replay = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap().replay().unwrap();
-        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
-    }
-    out
-}
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()

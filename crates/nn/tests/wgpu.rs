@@ -3,35 +3,18 @@
 //! they exist to prove the GPU path works, so there is no skip.
 #![cfg(feature = "wgpu")]
 
+mod common;
 use bredon_nn::model::NetOutput;
 use bredon_nn::train::{OptimizerSettings, encode_batch};
 use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
 use bredon_rules::Position;
-use bredon_rules::notation::Ptn;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
+use common::real_positions;
 use rand::{Rng, SeedableRng};
 
 fn wgpu() -> Device {
     DeviceChoice::Wgpu(None).open().unwrap_or_else(|e| panic!("no wgpu device: {e}"))
-}
-
-/// Positions of the reference games in `shared/data/games` (all 5x5).
-fn real_positions() -> Vec<Position> {
-    let dir =
-        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let replay = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap().replay().unwrap();
-        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
-    }
-    out
 }
 
 /// Legal positions of `size` reached by random play.
