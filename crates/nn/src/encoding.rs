@@ -35,7 +35,7 @@
 //! The reach is symmetric under the board's eight symmetries (unlike "touches the north
 //! edge" planes), and a group of reach 1 − 1/N needs one more square in its direction.
 
-use anyhow::{Result, bail};
+use crate::limits::ModelFileError;
 use bredon_rules::{BitIter, Color, PieceKind, Position, Square};
 
 /// The newest plane layout, used by new configurations that ask for it.
@@ -60,11 +60,9 @@ pub const fn planes(input_version: u32) -> usize {
 }
 
 /// An error naming the versions this build reads unless `input_version` is one of them.
-pub fn check_input_version(input_version: u32) -> Result<()> {
+pub fn check_input_version(input_version: u32) -> Result<(), ModelFileError> {
     if planes(input_version) == 0 {
-        bail!(
-            "model uses input format version {input_version}, this build reads versions 1 and {LATEST_INPUT_VERSION}"
-        );
+        return Err(ModelFileError::UnknownInputVersion(input_version.into()));
     }
     Ok(())
 }

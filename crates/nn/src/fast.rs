@@ -443,83 +443,62 @@ unsafe fn kport<const MR: usize, const NV: usize>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// AVX-512 kernel: `MR x NV` accumulators of 16 floats.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn k512<const MR: usize, const NV: usize>(
-        a: *const *const f32,
-        taps: &[isize],
-        seg: usize,
-        b: *const f32,
-        out: *mut f32,
-    ) {
-        unsafe {
-            let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-            let mut bp = b;
-            for &t in taps {
-                let mut rows = [std::ptr::null::<f32>(); MR];
-                for (m, r) in rows.iter_mut().enumerate() {
-                    *r = (*a.add(m)).offset(t);
-                }
-                for c in 0..seg {
-                    let mut bv = [_mm512_setzero_ps(); NV];
-                    for (j, v) in bv.iter_mut().enumerate() {
-                        *v = _mm512_loadu_ps(bp.add(16 * j));
-                    }
-                    for m in 0..MR {
-                        let x = _mm512_set1_ps(*rows[m].add(c));
-                        for j in 0..NV {
-                            acc[m][j] = _mm512_fmadd_ps(x, bv[j], acc[m][j]);
+    /// One body for every SIMD width: `$name` keeps `MR x NV` accumulators of `$lanes`
+    /// floats, using the `$feature` intrinsics named after it.
+    macro_rules! simd_kernel {
+        ($(#[$doc:meta])* $name:ident, $feature:literal, $lanes:literal,
+         $zero:ident, $load:ident, $splat:ident, $fmadd:ident, $store:ident) => {
+            $(#[$doc])*
+            #[target_feature(enable = $feature)]
+            pub(super) unsafe fn $name<const MR: usize, const NV: usize>(
+                a: *const *const f32,
+                taps: &[isize],
+                seg: usize,
+                b: *const f32,
+                out: *mut f32,
+            ) {
+                unsafe {
+                    let mut acc = [[$zero(); NV]; MR];
+                    let mut bp = b;
+                    for &t in taps {
+                        let mut rows = [std::ptr::null::<f32>(); MR];
+                        for (m, r) in rows.iter_mut().enumerate() {
+                            *r = (*a.add(m)).offset(t);
+                        }
+                        for c in 0..seg {
+                            let mut bv = [$zero(); NV];
+                            for (j, v) in bv.iter_mut().enumerate() {
+                                *v = $load(bp.add($lanes * j));
+                            }
+                            for m in 0..MR {
+                                let x = $splat(*rows[m].add(c));
+                                for j in 0..NV {
+                                    acc[m][j] = $fmadd(x, bv[j], acc[m][j]);
+                                }
+                            }
+                            bp = bp.add($lanes * NV);
                         }
                     }
-                    bp = bp.add(16 * NV);
+                    for m in 0..MR {
+                        for j in 0..NV {
+                            $store(out.add((m * NV + j) * $lanes), acc[m][j]);
+                        }
+                    }
                 }
             }
-            for m in 0..MR {
-                for j in 0..NV {
-                    _mm512_storeu_ps(out.add((m * NV + j) * 16), acc[m][j]);
-                }
-            }
-        }
+        };
     }
 
-    /// AVX2+FMA kernel: `MR x NV` accumulators of 8 floats.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn k256<const MR: usize, const NV: usize>(
-        a: *const *const f32,
-        taps: &[isize],
-        seg: usize,
-        b: *const f32,
-        out: *mut f32,
-    ) {
-        unsafe {
-            let mut acc = [[_mm256_setzero_ps(); NV]; MR];
-            let mut bp = b;
-            for &t in taps {
-                let mut rows = [std::ptr::null::<f32>(); MR];
-                for (m, r) in rows.iter_mut().enumerate() {
-                    *r = (*a.add(m)).offset(t);
-                }
-                for c in 0..seg {
-                    let mut bv = [_mm256_setzero_ps(); NV];
-                    for (j, v) in bv.iter_mut().enumerate() {
-                        *v = _mm256_loadu_ps(bp.add(8 * j));
-                    }
-                    for m in 0..MR {
-                        let x = _mm256_set1_ps(*rows[m].add(c));
-                        for j in 0..NV {
-                            acc[m][j] = _mm256_fmadd_ps(x, bv[j], acc[m][j]);
-                        }
-                    }
-                    bp = bp.add(8 * NV);
-                }
-            }
-            for m in 0..MR {
-                for j in 0..NV {
-                    _mm256_storeu_ps(out.add((m * NV + j) * 8), acc[m][j]);
-                }
-            }
-        }
-    }
+    simd_kernel!(
+        /// AVX-512 kernel: `MR x NV` accumulators of 16 floats.
+        k512, "avx512f", 16,
+        _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps
+    );
+    simd_kernel!(
+        /// AVX2+FMA kernel: `MR x NV` accumulators of 8 floats.
+        k256, "avx2,fma", 8,
+        _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps
+    );
 }
 
 /// Per-chunk buffers, laid out per position so a larger batch only extends them.

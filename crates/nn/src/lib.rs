@@ -35,6 +35,6 @@ pub mod train;
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, PolicyHead, TakNet};
-pub use train::{Losses, StepOutcome, TrainExample, Trainer};
+pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
 
 pub use device::{DeviceChoice, DeviceError, device};

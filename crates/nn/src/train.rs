@@ -4,7 +4,6 @@
 //! ownership squared error, opponent-policy cross-entropy), optimised with Adam or
 //! SGD+momentum.
 
-use anyhow::{Result, bail};
 use bredon_rules::{Move, Position};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
@@ -13,8 +12,56 @@ use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 
 use crate::encoding::{check_input_version, encode, input_len, planes};
+use crate::limits::ModelFileError;
 use crate::model::{NetConfig, TakNet};
 use crate::policy::{move_to_index, policy_size};
+
+/// What can go wrong in training.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The network's configuration is not one that can be trained.
+    #[error("network size {0} is not a board size (3 to 8)")]
+    BadSize(usize),
+    /// The network's input format is unknown.
+    #[error(transparent)]
+    Model(#[from] ModelFileError),
+    /// A step was asked for with no examples.
+    #[error("empty training batch")]
+    EmptyBatch,
+    /// An example does not fit the network.
+    #[error("example {index} of the batch is for {found}x{found}, the network is {size}x{size}")]
+    ExampleSize {
+        /// Its place in the batch.
+        index: usize,
+        /// The example's board size.
+        found: usize,
+        /// The network's.
+        size: usize,
+    },
+    /// An ownership target has the wrong number of squares.
+    #[error("example {index}'s ownership target has {found} squares, a {size}x{size} board has {}", size * size)]
+    OwnershipSize {
+        /// Its place in the batch.
+        index: usize,
+        /// Squares in the target.
+        found: usize,
+        /// The network's board size.
+        size: usize,
+    },
+    /// [`Trainer::step`] had to skip the step (the reason names what was non-finite).
+    #[error("training step skipped: {0}")]
+    Skipped(String),
+    /// The optimiser state could not be saved or loaded (burn's message, shortened).
+    #[error("{action} optimizer state {path}: {message}")]
+    OptimizerState {
+        /// `saving` or `loading`.
+        action: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// What burn said.
+        message: String,
+    },
+}
 
 /// One training example: a position and its targets.
 #[derive(Clone, Debug)]
@@ -72,6 +119,61 @@ pub struct Losses {
     pub entropy: f64,
 }
 
+impl Losses {
+    /// Every field, in declaration order (for sums and scaling).
+    fn fields_mut(&mut self) -> [&mut f64; 8] {
+        [
+            &mut self.policy,
+            &mut self.value,
+            &mut self.wdl,
+            &mut self.flat_margin,
+            &mut self.ownership,
+            &mut self.opponent_policy,
+            &mut self.total,
+            &mut self.entropy,
+        ]
+    }
+}
+
+impl std::ops::AddAssign<&Losses> for Losses {
+    fn add_assign(&mut self, other: &Losses) {
+        let mut other = *other;
+        for (a, b) in self.fields_mut().into_iter().zip(other.fields_mut()) {
+            *a += *b;
+        }
+    }
+}
+
+/// Losses summed over training steps, giving their mean.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LossSum {
+    sum: Losses,
+    steps: usize,
+}
+
+impl LossSum {
+    /// Adds one step's losses.
+    pub fn add(&mut self, step: &Losses) {
+        self.sum += step;
+        self.steps += 1;
+    }
+
+    /// Steps added.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// The mean over the steps added (all zero when none were).
+    pub fn mean(&self) -> Losses {
+        let mut mean = self.sum;
+        let n = self.steps.max(1) as f64;
+        for field in mean.fields_mut() {
+            *field /= n;
+        }
+        mean
+    }
+}
+
 /// What a training step did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepOutcome {
@@ -82,11 +184,22 @@ pub enum StepOutcome {
     Skipped(String),
 }
 
+/// The optimiser's algorithm (`adam` or `sgd` in configs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Adam.
+    #[default]
+    Adam,
+    /// Stochastic gradient descent with momentum 0.9.
+    Sgd,
+}
+
 /// Optimiser settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OptimizerSettings {
-    /// `adam` or `sgd` (momentum 0.9).
-    pub kind: String,
+    /// The algorithm.
+    pub kind: OptimizerKind,
     /// L2 weight decay.
     pub weight_decay: f64,
     /// Weight of the value loss (the squared error; not used with a WDL head).
@@ -104,7 +217,7 @@ pub struct OptimizerSettings {
 impl Default for OptimizerSettings {
     fn default() -> Self {
         OptimizerSettings {
-            kind: "adam".into(),
+            kind: OptimizerKind::Adam,
             weight_decay: 1e-4,
             value_loss_weight: 1.0,
             wdl_loss_weight: 1.0,
@@ -125,15 +238,14 @@ pub struct Trainer {
     device: Device,
 }
 
-fn make_optimizer(s: &OptimizerSettings) -> Result<ModuleOptimizer> {
+fn make_optimizer(s: &OptimizerSettings) -> ModuleOptimizer {
     let wd = (s.weight_decay > 0.0).then(|| WeightDecayConfig::new(s.weight_decay as f32));
-    Ok(match s.kind.as_str() {
-        "adam" => AdamConfig::new().with_weight_decay(wd).init(),
-        "sgd" => {
+    match s.kind {
+        OptimizerKind::Adam => AdamConfig::new().with_weight_decay(wd).init(),
+        OptimizerKind::Sgd => {
             SgdConfig::new().with_weight_decay(wd).with_momentum(Some(MomentumConfig::new().with_dampening(0.0))).init()
         }
-        other => bail!("unknown optimizer {other:?} (use adam or sgd)"),
-    })
+    }
 }
 
 /// Encodes positions in `input_version` into one input tensor on `device`.
@@ -154,19 +266,19 @@ pub fn encode_batch<'a>(
 
 impl Trainer {
     /// A new randomly initialised network. `seed` makes the initialisation repeatable.
-    pub fn new(config: &NetConfig, settings: OptimizerSettings, seed: u64) -> Result<Trainer> {
+    pub fn new(config: &NetConfig, settings: OptimizerSettings, seed: u64) -> Result<Trainer, TrainError> {
         if !(3..=8).contains(&config.size) {
-            bail!("network size {} is not a board size", config.size);
+            return Err(TrainError::BadSize(config.size));
         }
         check_input_version(config.input_version)?;
         let device = crate::device().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
-        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })
+        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings), settings, device })
     }
 
     /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately).
-    pub fn from_model(config: &NetConfig, model: TakNet, settings: OptimizerSettings) -> Result<Trainer> {
+    pub fn from_model(config: &NetConfig, model: TakNet, settings: OptimizerSettings) -> Result<Trainer, TrainError> {
         Trainer::from_model_on(config, model, settings, &crate::device())
     }
 
@@ -176,10 +288,10 @@ impl Trainer {
         model: TakNet,
         settings: OptimizerSettings,
         device: &Device,
-    ) -> Result<Trainer> {
+    ) -> Result<Trainer, TrainError> {
         let device = device.clone().autodiff();
         let model = model.to_device(&device).train();
-        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings)?, settings, device })
+        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings), settings, device })
     }
 
     /// The current weights as an inference model (on the training device, eval mode).
@@ -188,28 +300,24 @@ impl Trainer {
     }
 
     /// Saves the optimiser state (e.g. Adam moments) to `path`.
-    pub fn save_optimizer(&self, path: &std::path::Path) -> Result<()> {
-        self.optim.save(path).map_err(|e| anyhow::anyhow!("saving optimizer state: {e:?}"))
+    pub fn save_optimizer(&self, path: &std::path::Path) -> Result<(), TrainError> {
+        self.optim.save(path).map_err(|e| optimizer_error("saving", path, format!("{e:?}")))
     }
 
     /// Loads optimiser state saved by [`Trainer::save_optimizer`].
-    pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<()> {
-        let fresh = make_optimizer(&self.settings)?;
+    pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<(), TrainError> {
+        let fresh = make_optimizer(&self.settings);
         let optim = std::mem::replace(&mut self.optim, fresh);
-        self.optim = optim.load(path).map_err(|e| {
-            // burn's error can list every tensor of the state: keep the message short.
-            let e = crate::limits::bounded(&format!("{e:?}"), crate::limits::MAX_MESSAGE);
-            anyhow::anyhow!("loading optimizer state {}: {e}", path.display())
-        })?;
+        self.optim = optim.load(path).map_err(|e| optimizer_error("loading", path, format!("{e:?}")))?;
         Ok(())
     }
 
     /// One optimisation step on `batch` at learning rate `lr`; an error if the step had
     /// to be skipped (see [`Trainer::try_step`]).
-    pub fn step(&mut self, batch: &[TrainExample], lr: f64) -> Result<Losses> {
+    pub fn step(&mut self, batch: &[TrainExample], lr: f64) -> Result<Losses, TrainError> {
         match self.try_step(batch, lr)? {
             StepOutcome::Trained(l) => Ok(l),
-            StepOutcome::Skipped(why) => bail!("training step skipped: {why}"),
+            StepOutcome::Skipped(why) => Err(TrainError::Skipped(why)),
         }
     }
 
@@ -217,20 +325,15 @@ impl Trainer {
     /// gradient, or a non-finite learning rate, leaves the parameters and the optimiser
     /// state untouched and returns [`StepOutcome::Skipped`] (the forward pass has still
     /// updated the batch-norm running statistics, as every training-mode forward does).
-    pub fn try_step(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome> {
-        if batch.is_empty() {
-            bail!("empty training batch");
-        }
+    pub fn try_step(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome, TrainError> {
         let n = self.config.size;
+        check_batch(batch, n)?;
         let b = batch.len();
         let p_size = policy_size(n);
         let x = encode_batch(batch.iter().map(|e| &e.position), self.config.input_version, n, &self.device);
         let mut pi = vec![0.0f32; b * p_size];
         let mut z = vec![0.0f32; b];
         for (i, e) in batch.iter().enumerate() {
-            if e.position.size() != n {
-                bail!("example of size {} for a {n}x{n} network", e.position.size());
-            }
             for &(mv, p) in &e.policy {
                 pi[i * p_size + move_to_index(mv, n)] += p;
             }
@@ -275,9 +378,6 @@ impl Trainer {
                     m_n += 1;
                 }
                 if let Some(o) = &e.aux.ownership {
-                    if o.len() != area {
-                        bail!("ownership target of {} squares for a {n}x{n} network", o.len());
-                    }
                     o_t[i * area..(i + 1) * area].copy_from_slice(o);
                     o_mask[i * area..(i + 1) * area].fill(1.0);
                     o_n += 1;
@@ -340,6 +440,32 @@ impl Trainer {
         self.model = Some(self.optim.step(lr, model, grads));
         Ok(StepOutcome::Trained(losses))
     }
+}
+
+/// The error for a failed save or load of the optimiser state; burn's message can list
+/// every tensor of the state, so it is shortened.
+fn optimizer_error(action: &'static str, path: &std::path::Path, message: String) -> TrainError {
+    let message = crate::limits::bounded(&message, crate::limits::MAX_MESSAGE);
+    TrainError::OptimizerState { action, path: path.to_path_buf(), message }
+}
+
+/// Checks, before anything is computed (and before the model is taken out of the
+/// trainer), that every example of `batch` fits a network of `size`.
+fn check_batch(batch: &[TrainExample], size: usize) -> Result<(), TrainError> {
+    if batch.is_empty() {
+        return Err(TrainError::EmptyBatch);
+    }
+    for (index, e) in batch.iter().enumerate() {
+        if e.position.size() != size {
+            return Err(TrainError::ExampleSize { index, found: e.position.size(), size });
+        }
+        if let Some(o) = &e.aux.ownership
+            && o.len() != size * size
+        {
+            return Err(TrainError::OwnershipSize { index, found: o.len(), size });
+        }
+    }
+    Ok(())
 }
 
 /// Finds the first parameter whose gradient holds a NaN or an infinity.

@@ -154,6 +154,36 @@ fn wdl_and_auxiliary_heads_train_on_a_fixed_batch() {
     assert!(l.wdl > 0.0 && l.flat_margin == 0.0 && l.ownership == 0.0 && l.opponent_policy == 0.0, "{l:?}");
 }
 
+/// A batch that does not fit the network is refused with an error that says which
+/// example and why, before anything is computed: the trainer still trains afterwards.
+#[test]
+fn a_batch_that_does_not_fit_is_refused_and_the_trainer_still_works() {
+    use bredon_nn::TrainError;
+    let cfg = NetConfig { aux: true, ..tiny(3) };
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
+    let example = |p: Position| {
+        let mv = p.legal_moves()[0];
+        TrainExample { value: 0.5, wdl: None, policy: vec![(mv, 1.0)], position: p, aux: Default::default() }
+    };
+    let good: Vec<TrainExample> = positions(3, 4, 7).into_iter().map(example).collect();
+    assert!(matches!(trainer.step(&[], 0.01), Err(TrainError::EmptyBatch)));
+    let mut wrong_size = good.clone();
+    wrong_size.push(example(Position::new(4).unwrap()));
+    let e = trainer.step(&wrong_size, 0.01).unwrap_err();
+    assert!(matches!(e, TrainError::ExampleSize { index: 4, found: 4, size: 3 }), "{e:?}");
+    assert!(e.to_string().contains("example 4"), "{e}");
+    let mut bad_ownership = good.clone();
+    bad_ownership[2].aux.ownership = Some(vec![1.0; 16]);
+    let e = trainer.step(&bad_ownership, 0.01).unwrap_err();
+    assert!(matches!(e, TrainError::OwnershipSize { index: 2, found: 16, size: 3 }), "{e:?}");
+    assert!(e.to_string().contains("9"), "{e}");
+    assert!(trainer.step(&good, 0.01).unwrap().total.is_finite(), "the trainer trains after refusing batches");
+    assert!(matches!(
+        Trainer::new(&NetConfig { size: 9, ..tiny(3) }, OptimizerSettings::default(), 1),
+        Err(TrainError::BadSize(9))
+    ));
+}
+
 #[test]
 fn training_reduces_the_loss_on_a_fixed_batch() {
     let cfg = tiny(3);

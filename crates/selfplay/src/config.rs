@@ -136,7 +136,7 @@ pub struct TrainConfig {
     /// L2 weight decay.
     pub weight_decay: f64,
     /// `adam` or `sgd` (with momentum 0.9).
-    pub optimizer: String,
+    pub optimizer: bredon_nn::OptimizerKind,
     /// Replay window: always at least this many samples (or all there are).
     pub window_min: usize,
     /// Replay window: never more than this many samples.
@@ -178,7 +178,7 @@ impl Default for TrainConfig {
             lr_decay_steps: Vec::new(),
             lr_decay: 0.3,
             weight_decay: 1e-4,
-            optimizer: "adam".into(),
+            optimizer: bredon_nn::OptimizerKind::Adam,
             window_min: 20_000,
             window_max: 500_000,
             window_exponent: 0.75,
@@ -362,9 +362,6 @@ impl RunConfig {
         if last_lr.is_nan() || last_lr <= 0.0 {
             bail!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
         }
-        if t.optimizer != "adam" && t.optimizer != "sgd" {
-            bail!("train.optimizer = {:?}: use \"adam\" or \"sgd\"", t.optimizer);
-        }
         if !(0.0..=1.0).contains(&t.search_value_weight) {
             bail!("train.search_value_weight = {} must be from 0 to 1", t.search_value_weight);
         }
@@ -401,6 +398,8 @@ mod tests {
     fn err(text: &str) -> String {
         format!("{:#}", RunConfig::from_toml(text).unwrap_err())
     }
+
+    use bredon_nn::OptimizerKind;
 
     #[test]
     fn shipped_configs_load() {
@@ -442,6 +441,9 @@ mod tests {
         assert!(err("[train]\nlr_decay = 1e-300\nlr_decay_steps = [1, 2, 3]").contains("must stay positive"));
         assert!(err("[train]\nlr_decay = 2.0").contains("train.lr_decay"));
         assert!(err("[train]\nsearch_value_weight = 1.5").contains("train.search_value_weight"));
+        let e = err("[train]\noptimizer = \"rmsprop\"");
+        assert!(e.contains("rmsprop") && e.contains("adam") && e.contains("sgd"), "{e}");
+        assert_eq!(RunConfig::from_toml("[train]\noptimizer = \"sgd\"").unwrap().train.optimizer, OptimizerKind::Sgd);
         // Unknown keys and wrong types name the line.
         assert!(err("[train]\nlearning_rat = 0.1").contains("unknown field"));
         assert!(err("[game]\n\nsize = \"big\"").contains("line 3"));

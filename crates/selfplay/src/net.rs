@@ -30,7 +30,7 @@ pub struct Learner {
 /// The optimiser settings and loss weights of the run's `[train]` section.
 pub fn optimizer_settings(cfg: &RunConfig) -> OptimizerSettings {
     OptimizerSettings {
-        kind: cfg.train.optimizer.clone(),
+        kind: cfg.train.optimizer,
         weight_decay: cfg.train.weight_decay,
         value_loss_weight: cfg.train.value_loss_weight,
         wdl_loss_weight: cfg.train.wdl_loss_weight,

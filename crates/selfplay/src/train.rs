@@ -33,6 +33,7 @@ use crate::rundir::{InitRecord, RunDir, RunLock, TrainState, read_state_file};
 use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
+use bredon_nn::LossSum;
 
 /// Called with the generation number once each checkpoint's files are complete, before
 /// the `latest` pointer moves to it (a kill during the hook redoes the generation, hook
@@ -224,65 +225,7 @@ pub fn train(
 ) -> Result<Vec<GenerationSummary>> {
     let _lock = RunLock::acquire(run)?;
     let started = Instant::now();
-    let game_opts = cfg.game.options();
-    // Load or create the current checkpoint.
-    let (mut learner, mut state) = match run.latest()? {
-        Some(name) => {
-            if let Some(init) = &opts.init_from {
-                eprintln!(
-                    "warning: {} exists already; --init-from {} applies only to a new run",
-                    run.root().display(),
-                    init.display()
-                );
-            }
-            let state = run.read_state(&name)?;
-            let learner =
-                Learner::load(cfg, &run.checkpoint_dir(&name)).with_context(|| format!("loading checkpoint {name}"))?;
-            eprintln!("resuming {} at {name} (step {})", run.root().display(), state.step);
-            (learner, state)
-        }
-        None => {
-            let (learner, step) = match &opts.init_from {
-                Some(path) => {
-                    if let Some(m) = opts.init_minutes
-                        && !(m.is_finite() && m >= 0.0)
-                    {
-                        bail!("--init-minutes must be a number of minutes, 0 or more (got {m})");
-                    }
-                    let (learner, meta) = Learner::from_model_file(cfg, path)
-                        .with_context(|| format!("initialising the run from {}", path.display()))?;
-                    let minutes = match opts.init_minutes {
-                        Some(m) => Some(m),
-                        None if path.join("state.json").is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
-                        None => None,
-                    };
-                    let init = InitRecord {
-                        source: path.display().to_string(),
-                        step: meta.step,
-                        generation: meta.generation,
-                        minutes,
-                    };
-                    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init)?.as_bytes())?;
-                    eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
-                    (learner, meta.step)
-                }
-                None => (Learner::new(cfg, cfg.schedule.seed)?, 0),
-            };
-            let state = TrainState {
-                generation: 0,
-                step,
-                samples_trained: 0,
-                rng: ChaCha8Rng::seed_from_u64(cfg.schedule.seed ^ 0x5EED),
-                elapsed_secs: 0.0,
-            };
-            let name = RunDir::model_name(0);
-            learner.save(&run.checkpoint_dir(&name), step, 0)?;
-            run.write_state(&name, &state)?;
-            run.set_latest(&name)?;
-            eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
-            (learner, state)
-        }
-    };
+    let (mut learner, mut state) = open_checkpoint(cfg, run, opts)?;
     let mut tb = TbLogger::open(&run.tensorboard_dir());
     let mut window = ReplayWindow::new();
     window.refresh(&run.games_dir())?;
@@ -293,144 +236,281 @@ pub fn train(
     // Self-play of the next generation running during training (`[selfplay] overlap`);
     // dropping it stops it (unfinished games are discarded, finished ones stay).
     let mut background: Option<Background> = None;
-    loop {
+    while !schedule_done(cfg, state.generation, started, &stop) {
         let gen_no = state.generation;
-        if cfg.schedule.generations > 0 && gen_no >= cfg.schedule.generations {
-            break;
-        }
-        if cfg.schedule.max_minutes > 0.0 && started.elapsed().as_secs_f64() > cfg.schedule.max_minutes * 60.0 {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
         let model = RunDir::model_name(gen_no);
         let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
-        // (1) Self-play: the games played in the background during the last generation's
-        // training (`[selfplay] overlap`), then the rest of the generation's quota.
-        let target = cfg.selfplay.games_per_generation;
-        let mut stats = match background.take() {
-            Some(bg) => bg.join(&stop)?,
-            None => PlayStats::default(),
-        };
-        let have = count_games(&run.games_dir(), &model);
-        if have < target && !stop.load(Ordering::Relaxed) {
-            if opts.external_selfplay {
-                let pb = bar(target as u64, "games (external)", opts.quiet);
-                pb.set_prefix(model.clone());
-                while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
-                    pb.set_position(count_games(&run.games_dir(), &model) as u64);
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-                pb.finish_and_clear();
-            } else {
-                let (player, evaluator, service) = self_play_service(cfg, run, &learner, &model)?;
-                let job = selfplay_job(cfg, game_opts, &player, gen_no);
-                let pb = bar((target - have) as u64, "self-play games", opts.quiet);
-                pb.set_prefix(model.clone());
-                stats.add(&play(&job, evaluator, service, &run.games_dir(), target - have, have as u64, &stop, &pb)?);
-                pb.finish_and_clear();
-            }
-        }
+        // (1) Self-play.
+        let (stats, had_games) = self_play_phase(cfg, run, opts, &learner, gen_no, background.take(), &stop)?;
         if stop.load(Ordering::Relaxed) {
             break;
         }
         stats.summarise(&mut summary);
-        // (2) Training.
+        // (2) Training: the replay window, then the generation's steps.
         summary.new_samples = window.refresh(&run.games_dir())?;
         summary.skipped_games = window.skipped() - skipped_reported;
         skipped_reported = window.skipped();
         let total = window.total_samples();
-        let win = cfg.train.window_size(total);
+        summary.window = cfg.train.window_size(total);
         window.trim(cfg.train.window_max);
-        summary.window = win;
         // The next generation's games start now, played by these (pre-training) weights
         // on the cores training leaves idle.
         if cfg.selfplay.overlap
             && !opts.external_selfplay
             && (cfg.schedule.generations == 0 || gen_no + 1 < cfg.schedule.generations)
         {
-            background = Background::start(cfg, run, &learner, game_opts, gen_no)?;
+            background = Background::start(cfg, run, &learner, cfg.game.options(), gen_no)?;
         }
-        let batch = cfg.train.batch_size;
-        let new_this_gen = summary.new_samples.max(if have > 0 { total.min(batch) } else { 0 });
-        let steps = ((new_this_gen as f64 * cfg.train.sample_reuse / batch as f64).ceil() as usize)
-            .clamp(1, cfg.train.max_steps_per_generation.max(1));
-        let pb = bar(steps as u64, "training steps", opts.quiet);
-        pb.set_prefix(model.clone());
-        let tr_start = Instant::now();
-        let (mut pl, mut vl, mut ent) = (0.0, 0.0, 0.0);
-        let mut aux_sums = [0.0f64; 4];
-        let mut rng = state.rng.clone();
-        let mut guard = StepGuard::default();
-        for _ in 0..steps {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let samples = window.sample(win, batch, &mut rng);
-            let lr = cfg.train.lr_at(state.step);
-            let outcome = learner.step(&samples, lr, &mut rng)?;
-            if !guard.record(&outcome, state.step, &model)? {
-                pb.inc(1);
-                continue;
-            }
-            let bredon_nn::StepOutcome::Trained(losses) = outcome else { unreachable!("recorded as trained") };
-            pl += losses.policy;
-            vl += losses.value;
-            ent += losses.entropy;
-            for (sum, l) in
-                aux_sums.iter_mut().zip([losses.wdl, losses.flat_margin, losses.ownership, losses.opponent_policy])
-            {
-                *sum += l;
-            }
-            state.step += 1;
-            state.samples_trained += samples.len() as u64;
-            pb.inc(1);
-            pb.set_message(format!("policy {:.3} value {:.3}", losses.policy, losses.value));
-        }
-        pb.finish_and_clear();
-        if stop.load(Ordering::Relaxed) {
+        let steps = steps_for(cfg, summary.new_samples, total, had_games);
+        let Some(trained) =
+            train_phase(cfg, &mut learner, &window, summary.window, steps, &mut state, &model, opts, &stop)?
+        else {
             // The partial generation's training is discarded; it is redone on resume.
             break;
-        }
-        let tr_secs = tr_start.elapsed().as_secs_f64().max(1e-9);
-        summary.samples_per_sec = (steps * batch) as f64 / tr_secs;
-        summary.skipped_steps = guard.skipped;
-        let trained = (steps - guard.skipped).max(1) as f64;
-        summary.policy_loss = pl / trained;
-        summary.value_loss = vl / trained;
-        summary.policy_entropy = ent / trained;
-        summary.wdl_loss = aux_sums[0] / trained;
-        summary.flat_margin_loss = aux_sums[1] / trained;
-        summary.ownership_loss = aux_sums[2] / trained;
-        summary.opponent_policy_loss = aux_sums[3] / trained;
+        };
+        trained.summarise(&mut summary, cfg.train.batch_size);
         summary.step = state.step;
         // (3) Checkpoint.
         state.generation = gen_no + 1;
-        state.rng = rng;
+        state.rng = trained.rng;
         state.elapsed_secs = elapsed_before + started.elapsed().as_secs_f64();
         let next = RunDir::model_name(state.generation);
         learner.save(&run.checkpoint_dir(&next), state.step, state.generation)?;
         run.write_state(&next, &state)?;
-        // (4) Evaluation hook and the generation's log line, both before the `latest`
-        // pointer moves: a kill before it redoes this generation (the log line is then
-        // replaced, not duplicated), a kill after it loses nothing.
-        if cfg.eval.every > 0 && state.generation % cfg.eval.every == 0 {
-            summary.eval = crate::evaluate::evaluate_generation(cfg, run, &learner, state.generation, &stop)?;
-        }
-        log_generation(run, &mut tb, &summary, cfg.train.lr_at(state.step), total)?;
-        if let Some(hook) = &opts.after_checkpoint
-            && let Err(e) = hook(state.generation)
-        {
-            eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
-        }
-        run.set_latest(&next)?;
-        prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
+        // (4) Publishing: evaluation, log line and hook, then the `latest` pointer.
+        publish_phase(cfg, run, opts, &learner, &state, &mut summary, &mut tb, total, &stop)?;
         summaries.push(summary);
     }
     drop(background);
     tb.close();
     Ok(summaries)
+}
+
+/// Whether training stops before generation `generation`: the schedule's generations
+/// or minutes are done, or `stop` was set.
+fn schedule_done(cfg: &RunConfig, generation: u32, started: Instant, stop: &AtomicBool) -> bool {
+    (cfg.schedule.generations > 0 && generation >= cfg.schedule.generations)
+        || (cfg.schedule.max_minutes > 0.0 && started.elapsed().as_secs_f64() > cfg.schedule.max_minutes * 60.0)
+        || stop.load(Ordering::Relaxed)
+}
+
+/// The run's newest checkpoint and training state: resumed from `latest`, or a new run
+/// from `--init-from` weights or random ones (writing `gen-0000`).
+fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result<(Learner, TrainState)> {
+    if let Some(name) = run.latest()? {
+        if let Some(init) = &opts.init_from {
+            eprintln!(
+                "warning: {} exists already; --init-from {} applies only to a new run",
+                run.root().display(),
+                init.display()
+            );
+        }
+        let state = run.read_state(&name)?;
+        let learner =
+            Learner::load(cfg, &run.checkpoint_dir(&name)).with_context(|| format!("loading checkpoint {name}"))?;
+        eprintln!("resuming {} at {name} (step {})", run.root().display(), state.step);
+        return Ok((learner, state));
+    }
+    let (learner, step) = match &opts.init_from {
+        Some(path) => init_from_model(cfg, run, path, opts.init_minutes)?,
+        None => (Learner::new(cfg, cfg.schedule.seed)?, 0),
+    };
+    let state = TrainState {
+        generation: 0,
+        step,
+        samples_trained: 0,
+        rng: ChaCha8Rng::seed_from_u64(cfg.schedule.seed ^ 0x5EED),
+        elapsed_secs: 0.0,
+    };
+    let name = RunDir::model_name(0);
+    learner.save(&run.checkpoint_dir(&name), step, 0)?;
+    run.write_state(&name, &state)?;
+    run.set_latest(&name)?;
+    eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
+    Ok((learner, state))
+}
+
+/// A new run's learner from a trained model (`--init-from`), and the model's step;
+/// records where it came from in `<run>/init.json`.
+fn init_from_model(
+    cfg: &RunConfig,
+    run: &RunDir,
+    path: &std::path::Path,
+    init_minutes: Option<f64>,
+) -> Result<(Learner, u64)> {
+    if let Some(m) = init_minutes
+        && !(m.is_finite() && m >= 0.0)
+    {
+        bail!("--init-minutes must be a number of minutes, 0 or more (got {m})");
+    }
+    let (learner, meta) =
+        Learner::from_model_file(cfg, path).with_context(|| format!("initialising the run from {}", path.display()))?;
+    let minutes = match init_minutes {
+        Some(m) => Some(m),
+        None if path.join("state.json").is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
+        None => None,
+    };
+    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
+    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init)?.as_bytes())?;
+    eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
+    Ok((learner, meta.step))
+}
+
+/// Phase (1): fills generation `gen_no`'s quota of games. The games played in the
+/// background during the last generation's training (`[selfplay] overlap`) count, and
+/// so do those already on disk; the rest are played here, or awaited from `bredon
+/// selfplay` processes with `--external-selfplay`. Also says whether any of the games
+/// were there before this phase played (from the background or from before a resume).
+fn self_play_phase(
+    cfg: &RunConfig,
+    run: &RunDir,
+    opts: &TrainOptions,
+    learner: &Learner,
+    gen_no: u32,
+    background: Option<Background>,
+    stop: &AtomicBool,
+) -> Result<(PlayStats, bool)> {
+    let model = RunDir::model_name(gen_no);
+    let target = cfg.selfplay.games_per_generation;
+    let mut stats = match background {
+        Some(bg) => bg.join(stop)?,
+        None => PlayStats::default(),
+    };
+    let have = count_games(&run.games_dir(), &model);
+    if have >= target || stop.load(Ordering::Relaxed) {
+        return Ok((stats, have > 0));
+    }
+    if opts.external_selfplay {
+        let pb = bar(target as u64, "games (external)", opts.quiet);
+        pb.set_prefix(model.clone());
+        while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
+            pb.set_position(count_games(&run.games_dir(), &model) as u64);
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        pb.finish_and_clear();
+    } else {
+        let (player, evaluator, service) = self_play_service(cfg, run, learner, &model)?;
+        let job = selfplay_job(cfg, cfg.game.options(), &player, gen_no);
+        let pb = bar((target - have) as u64, "self-play games", opts.quiet);
+        pb.set_prefix(model.clone());
+        stats.add(&play(&job, evaluator, service, &run.games_dir(), target - have, have as u64, stop, &pb)?);
+        pb.finish_and_clear();
+    }
+    Ok((stats, have > 0))
+}
+
+/// Training steps for a generation that added `new_samples` (of `total`): each new
+/// sample is seen `sample_reuse` times on average, within `[1, max_steps_per_generation]`.
+/// A generation that had games before its self-play phase (played in the background, or
+/// before a resume) counts at least a batch's worth, so that it still trains.
+fn steps_for(cfg: &RunConfig, new_samples: usize, total: usize, had_games: bool) -> usize {
+    let batch = cfg.train.batch_size;
+    let new_this_gen = new_samples.max(if had_games { total.min(batch) } else { 0 });
+    ((new_this_gen as f64 * cfg.train.sample_reuse / batch as f64).ceil() as usize)
+        .clamp(1, cfg.train.max_steps_per_generation.max(1))
+}
+
+/// What a generation's training did.
+struct Trained {
+    losses: LossSum,
+    skipped: usize,
+    steps: usize,
+    secs: f64,
+    /// The RNG after sampling the batches.
+    rng: ChaCha8Rng,
+}
+
+impl Trained {
+    /// Fills the generation summary's training fields.
+    fn summarise(&self, s: &mut GenerationSummary, batch: usize) {
+        let mean = self.losses.mean();
+        s.samples_per_sec = (self.steps * batch) as f64 / self.secs.max(1e-9);
+        s.skipped_steps = self.skipped;
+        s.policy_loss = mean.policy;
+        s.value_loss = mean.value;
+        s.policy_entropy = mean.entropy;
+        s.wdl_loss = mean.wdl;
+        s.flat_margin_loss = mean.flat_margin;
+        s.ownership_loss = mean.ownership;
+        s.opponent_policy_loss = mean.opponent_policy;
+    }
+}
+
+/// Phase (2): `steps` training steps on batches from the newest `win` samples of the
+/// window, advancing `state.step` and `state.samples_trained`; `None` if `stop` was set
+/// (the caller discards the generation's training: it is redone from the checkpoint).
+#[allow(clippy::too_many_arguments)]
+fn train_phase(
+    cfg: &RunConfig,
+    learner: &mut Learner,
+    window: &ReplayWindow,
+    win: usize,
+    steps: usize,
+    state: &mut TrainState,
+    model: &str,
+    opts: &TrainOptions,
+    stop: &AtomicBool,
+) -> Result<Option<Trained>> {
+    let batch = cfg.train.batch_size;
+    let pb = bar(steps as u64, "training steps", opts.quiet);
+    pb.set_prefix(model.to_string());
+    let started = Instant::now();
+    let mut losses = LossSum::default();
+    let mut rng = state.rng.clone();
+    let mut guard = StepGuard::default();
+    for _ in 0..steps {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let samples = window.sample(win, batch, &mut rng);
+        let lr = cfg.train.lr_at(state.step);
+        let outcome = learner.step(&samples, lr, &mut rng)?;
+        pb.inc(1);
+        if !guard.record(&outcome, state.step, model)? {
+            continue;
+        }
+        let bredon_nn::StepOutcome::Trained(step) = outcome else { unreachable!("recorded as trained") };
+        losses.add(&step);
+        state.step += 1;
+        state.samples_trained += samples.len() as u64;
+        pb.set_message(format!("policy {:.3} value {:.3}", step.policy, step.value));
+    }
+    pb.finish_and_clear();
+    if stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    Ok(Some(Trained { losses, skipped: guard.skipped, steps, secs: started.elapsed().as_secs_f64(), rng }))
+}
+
+/// Phase (4), once checkpoint `state.generation` is written: the evaluation hook and the
+/// generation's log line, the checkpoint hook, then the `latest` pointer, all in that
+/// order. A kill before the pointer moves redoes the generation (the log line is then
+/// replaced, not duplicated); a kill after it loses nothing.
+#[allow(clippy::too_many_arguments)]
+fn publish_phase(
+    cfg: &RunConfig,
+    run: &RunDir,
+    opts: &TrainOptions,
+    learner: &Learner,
+    state: &TrainState,
+    summary: &mut GenerationSummary,
+    tb: &mut TbLogger,
+    total_samples: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    let next = RunDir::model_name(state.generation);
+    if cfg.eval.every > 0 && state.generation.is_multiple_of(cfg.eval.every) {
+        summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, state.generation, stop)?;
+    }
+    log_generation(run, tb, summary, cfg.train.lr_at(state.step), total_samples)?;
+    if let Some(hook) = &opts.after_checkpoint
+        && let Err(e) = hook(state.generation)
+    {
+        eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
+    }
+    run.set_latest(&next)?;
+    prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
+    Ok(())
 }
 
 /// The weights that play self-play games while the learner holds `current`: those, or
