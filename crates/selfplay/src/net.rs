@@ -116,7 +116,7 @@ impl Learner {
     pub fn save(&self, dir: &Path, step: u64, generation: u32) -> Result<()> {
         let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);
         save_model(&self.trainer.model(), &meta, dir)?;
-        atomic_write_with(&dir.join("optimizer.bpk"), |p| self.trainer.save_optimizer(p))
+        atomic_write_with(&dir.join("optimizer.bpk"), |p| Ok(self.trainer.save_optimizer(p)?))
             .with_context(|| format!("saving optimizer state in {}", dir.display()))
     }
 
@@ -148,7 +148,7 @@ impl Learner {
                 example(s, sym, aux, w)
             })
             .collect();
-        self.trainer.try_step(&batch, lr)
+        Ok(self.trainer.try_step(&batch, lr)?)
     }
 }
 
