@@ -96,6 +96,27 @@ pub struct SelfPlayConfig {
     /// before this generation's training (one generation older), on the cores training
     /// leaves idle. Off: self-play and training take turns.
     pub overlap: bool,
+    /// A visit budget that grows over the run (MiniZero's progressive simulation): over
+    /// the first this-many generations, `visits` and `fast_visits` rise linearly from
+    /// `visits_start_fraction` of their values to the full ones. 0 = off (the full
+    /// budget from the start).
+    pub visits_ramp_generations: u32,
+    /// Share of the visit budget at generation 0 when `visits_ramp_generations` is on.
+    pub visits_start_fraction: f64,
+}
+
+impl SelfPlayConfig {
+    /// The (full, fast) visit budgets of `generation`'s games (see
+    /// `visits_ramp_generations`); each at least 1.
+    pub fn visits_at(&self, generation: u32) -> (u32, u32) {
+        let ramp = self.visits_ramp_generations;
+        if ramp == 0 || generation >= ramp {
+            return (self.visits, self.fast_visits);
+        }
+        let share = self.visits_start_fraction + (1.0 - self.visits_start_fraction) * generation as f64 / ramp as f64;
+        let scale = |v: u32| ((v as f64 * share).round() as u32).clamp(1, v.max(1));
+        (scale(self.visits), scale(self.fast_visits))
+    }
 }
 
 impl Default for SelfPlayConfig {
@@ -112,6 +133,8 @@ impl Default for SelfPlayConfig {
             max_inference_batch: 256,
             inference: bredon_nn::InferenceKind::Auto,
             overlap: false,
+            visits_ramp_generations: 0,
+            visits_start_fraction: 0.25,
         }
     }
 }
@@ -351,6 +374,9 @@ impl RunConfig {
         if !(0.0..=1.0).contains(&s.full_search_prob) || !(0.0..=1.0).contains(&s.resign_playthrough) {
             bail!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
         }
+        if !(s.visits_start_fraction > 0.0 && s.visits_start_fraction <= 1.0) {
+            bail!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);
+        }
         let t = &self.train;
         if t.batch_size == 0 || t.learning_rate <= 0.0 {
             bail!("train.batch_size and train.learning_rate must be positive");
@@ -402,6 +428,27 @@ mod tests {
     use bredon_nn::OptimizerKind;
 
     #[test]
+    fn the_visit_budget_ramps_up_linearly_then_stays() {
+        let s = SelfPlayConfig {
+            visits: 128,
+            fast_visits: 32,
+            visits_ramp_generations: 10,
+            visits_start_fraction: 0.25,
+            ..SelfPlayConfig::default()
+        };
+        assert_eq!(s.visits_at(0), (32, 8));
+        assert_eq!(s.visits_at(5), (80, 20));
+        assert_eq!(s.visits_at(10), (128, 32));
+        assert_eq!(s.visits_at(1000), (128, 32));
+        let budgets: Vec<u32> = (0..=10).map(|g| s.visits_at(g).0).collect();
+        assert!(budgets.windows(2).all(|w| w[0] <= w[1]), "{budgets:?}");
+        let off = SelfPlayConfig { visits_ramp_generations: 0, ..s.clone() };
+        assert_eq!(off.visits_at(0), (128, 32));
+        let tiny = SelfPlayConfig { visits: 1, fast_visits: 1, visits_start_fraction: 0.01, ..s };
+        assert_eq!(tiny.visits_at(0), (1, 1), "never below one visit");
+    }
+
+    #[test]
     fn shipped_configs_load() {
         for size in 3..=6 {
             let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{size}x{size}.toml"));
@@ -441,6 +488,7 @@ mod tests {
         assert!(err("[train]\nlr_decay = 1e-300\nlr_decay_steps = [1, 2, 3]").contains("must stay positive"));
         assert!(err("[train]\nlr_decay = 2.0").contains("train.lr_decay"));
         assert!(err("[train]\nsearch_value_weight = 1.5").contains("train.search_value_weight"));
+        assert!(err("[selfplay]\nvisits_start_fraction = 0.0").contains("selfplay.visits_start_fraction"));
         let e = err("[train]\noptimizer = \"rmsprop\"");
         assert!(e.contains("rmsprop") && e.contains("adam") && e.contains("sgd"), "{e}");
         assert_eq!(RunConfig::from_toml("[train]\noptimizer = \"sgd\"").unwrap().train.optimizer, OptimizerKind::Sgd);

@@ -539,11 +539,18 @@ fn selfplay_job(cfg: &RunConfig, options: bredon_rules::GameOptions, player: &st
     SelfPlayJob {
         options,
         search: cfg.search.clone(),
-        selfplay: cfg.selfplay.clone(),
+        selfplay: selfplay_at(cfg, generation),
         model: player.to_string(),
         generation: RunDir::model_name(generation),
         seed: cfg.schedule.seed ^ ((generation as u64) << 32),
     }
+}
+
+/// The self-play settings of `generation`'s games: the config's, with the visit budget
+/// of that generation (`[selfplay] visits_ramp_generations`).
+fn selfplay_at(cfg: &RunConfig, generation: u32) -> crate::config::SelfPlayConfig {
+    let (visits, fast_visits) = cfg.selfplay.visits_at(generation);
+    crate::config::SelfPlayConfig { visits, fast_visits, ..cfg.selfplay.clone() }
 }
 
 /// What a batch of self-play games did.
@@ -785,7 +792,7 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
         let job = SelfPlayJob {
             options: cfg.game.options(),
             search: cfg.search.clone(),
-            selfplay: cfg.selfplay.clone(),
+            selfplay: selfplay_at(cfg, model.strip_prefix("gen-").and_then(|g| g.parse().ok()).unwrap_or(u32::MAX)),
             model: player.clone(),
             generation: model.clone(),
             seed: cfg.schedule.seed ^ index,
