@@ -6,14 +6,14 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::fsutil::{atomic_write, atomic_write_with};
-use crate::integrity::{
-    Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc,
-    to_checked_json,
-};
+use crate::integrity::check_finite;
 use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
+use bredon_storage::fsutil::{atomic_write, atomic_write_with};
+use bredon_storage::integrity::{
+    Verified, append_crc, check_crc, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
+};
 
 /// What a model file is: enough to rebuild the network and to refuse a mismatch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -31,9 +31,9 @@ use std::path::Path;
 use crate::checkpoint::ModelMeta;
 use crate::encoding::planes;
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
-use crate::fsutil::atomic_write;
 use crate::model::TakNet;
 use crate::policy::policy_size;
+use bredon_storage::fsutil::atomic_write;
 
 /// The opset the graph is written for.
 pub const OPSET: i64 = 17;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{atomic_write, remove_stale_temps};
-use bredon_nn::integrity::{Verified, crc_field, crc_hex, crc32c, from_checked_json, to_checked_json};
+use bredon_storage::integrity::{Verified, crc_field, crc_hex, crc32c, from_checked_json, to_checked_json};
 
 /// Field of `state.json` holding the CRC-32C of the checkpoint's `optimizer.bpk`.
 pub const OPTIMIZER_CRC_FIELD: &str = "optimizer_crc32c";

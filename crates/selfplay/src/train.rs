@@ -58,7 +58,15 @@ pub struct TrainOptions {
     /// Minutes of training behind the `init_from` model, for the run's Elo curve (default:
     /// the source checkpoint directory's `state.json`; unknown for an export).
     pub init_minutes: Option<f64>,
+    /// The run's object store, when the run directory is a local copy of a run there
+    /// (`--run s3://…`, see [`crate::remote`]): `train` then holds the store's lease,
+    /// takes in the workers' game bundles, and uploads its games and checkpoints.
+    pub remote: Option<Arc<crate::remote::Remote>>,
 }
+
+/// The environment variable that sets the trainer's lease length on an object store in
+/// seconds (default 60; renewed every third of it).
+pub const LEASE_SECS_ENV: &str = "BREDON_LEASE_SECS";
 
 impl std::fmt::Debug for TrainOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -223,6 +231,16 @@ pub fn train(
     stop: Arc<AtomicBool>,
 ) -> Result<Vec<GenerationSummary>> {
     let _lock = RunLock::acquire(run)?;
+    let remote = opts.remote.as_deref();
+    let lease = match remote {
+        Some(r) => {
+            let secs = std::env::var(LEASE_SECS_ENV).ok().and_then(|s| s.parse::<f64>().ok()).filter(|s| *s >= 1.0);
+            let ttl = Duration::from_secs_f64(secs.unwrap_or(60.0));
+            Some(bredon_storage::Lease::acquire(r.store(), "train.lease", &bredon_storage::holder_name(), ttl)?)
+        }
+        None => None,
+    };
+    let requests_at = |r: Option<&crate::remote::Remote>| r.map_or(0, |r| r.store().requests());
     let started = Instant::now();
     let game_opts = cfg.game.options();
     // Load or create the current checkpoint.
@@ -279,6 +297,11 @@ pub fn train(
             learner.save(&run.checkpoint_dir(&name), step, 0)?;
             run.write_state(&name, &state)?;
             run.set_latest(&name)?;
+            if let Some(r) = remote {
+                r.push("init.json")?;
+                r.push_checkpoint(&name)?;
+                r.push("latest")?;
+            }
             eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
             (learner, state)
         }
@@ -305,6 +328,7 @@ pub fn train(
             break;
         }
         let model = RunDir::model_name(gen_no);
+        let requests_before = requests_at(remote);
         let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
         // (1) Self-play: the games played in the background during the last generation's
         // training (`[selfplay] overlap`), then the rest of the generation's quota.
@@ -313,14 +337,25 @@ pub fn train(
             Some(bg) => bg.join(&stop)?,
             None => PlayStats::default(),
         };
+        if let Some(r) = remote {
+            r.pull_games(&model)?;
+        }
         let have = count_games(&run.games_dir(), &model);
         if have < target && !stop.load(Ordering::Relaxed) {
             if opts.external_selfplay {
                 let pb = bar(target as u64, "games (external)", opts.quiet);
                 pb.set_prefix(model.clone());
+                let mut polled = Instant::now();
                 while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
                     pb.set_position(count_games(&run.games_dir(), &model) as u64);
                     std::thread::sleep(Duration::from_millis(500));
+                    // On an object store, one listing every 2 s (plus a GET per new bundle).
+                    if let Some(r) = remote
+                        && polled.elapsed() >= Duration::from_secs(2)
+                    {
+                        polled = Instant::now();
+                        r.pull_games(&model)?;
+                    }
                 }
                 pb.finish_and_clear();
             } else {
@@ -336,6 +371,9 @@ pub fn train(
             break;
         }
         stats.summarise(&mut summary);
+        if let Some(r) = remote {
+            r.push_own_games(&model)?;
+        }
         // (2) Training.
         summary.new_samples = window.refresh(&run.games_dir())?;
         summary.skipped_games = window.skipped() - skipped_reported;
@@ -424,7 +462,19 @@ pub fn train(
         {
             eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
         }
+        if let (Some(r), Some(lease)) = (remote, &lease) {
+            // Checkpoint, log and `best` first, `latest` last: a worker that sees the new
+            // pointer finds the whole checkpoint. A trainer that lost its lease stops.
+            lease.check()?;
+            r.push_checkpoint(&next)?;
+            r.push("logs/generations.jsonl")?;
+            r.push("best")?;
+        }
         run.set_latest(&next)?;
+        if let Some(r) = remote {
+            r.push("latest")?;
+            eprintln!("{next}: {} object-store requests this generation", requests_at(remote) - requests_before);
+        }
         prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
         summaries.push(summary);
     }
@@ -690,10 +740,26 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
 /// given) or `stop`. Several such processes (on one machine, or on many sharing the run
 /// directory) can feed one `train --external-selfplay` process; game files carry the pid
 /// and the checkpoint name, so writers never collide.
-pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: Arc<AtomicBool>) -> Result<()> {
+pub fn selfplay_only(
+    cfg: &RunConfig,
+    run: &RunDir,
+    games: Option<usize>,
+    stop: Arc<AtomicBool>,
+    remote: Option<&crate::remote::Remote>,
+) -> Result<()> {
     let mut played = 0usize;
     let mut index = (std::process::id() as u64) << 32;
+    if let Some(r) = remote {
+        // What a killed worker on this copy left unsent.
+        let n = r.push_worker_games()?;
+        if n > 0 {
+            eprintln!("uploaded {n} game(s) left by an earlier worker");
+        }
+    }
     while !stop.load(Ordering::Relaxed) && games.is_none_or(|g| played < g) {
+        if let Some(r) = remote {
+            r.pull_pointers(false)?;
+        }
         let Some(model) = run.latest()? else {
             eprintln!("waiting for the first checkpoint in {}", run.root().display());
             std::thread::sleep(Duration::from_secs(2));
@@ -715,6 +781,9 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
         let chunk = games.map_or(chunk, |g| chunk.min(g - played));
         let n = run_pool(&job, evaluator, &run.games_dir(), chunk, index, &stop, |_| {})?;
         service.shutdown();
+        if let Some(r) = remote {
+            r.push_worker_games()?;
+        }
         played += n;
         index += n as u64;
         eprintln!("{model}: {played} games played by this process");

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
-use bredon_nn::integrity::{Verified, check_crc, from_checked_json};
+use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
 use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
