@@ -99,17 +99,7 @@ fn a_trainer_and_two_workers_through_a_restarted_server() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Two workers with their own local copies (as on two machines).
-    let worker = |n: u32| {
-        bredon(&server, &cache.join(format!("m{n}")))
-            .args(["selfplay", "--run", url, "--games", "16"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (w1, w2) = (worker(1), worker(2));
-    // A second trainer is refused and told who holds the run.
+    // A second trainer is refused and told who holds the run (the first waits for games).
     let start = Instant::now();
     while objects(&data, "runs/tiny/train.lease").is_empty() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));
@@ -117,25 +107,43 @@ fn a_trainer_and_two_workers_through_a_restarted_server() {
     let second = bredon(&server, &cache.join("second")).args(["train", "--run", url, "--quiet"]).output().unwrap();
     let msg = text(&second);
     assert!(!second.status.success() && msg.contains("train.lease") && msg.contains("pid"), "{msg}");
+    // Two workers with their own local copies (as on two machines).
+    let worker = |n: u32| {
+        bredon(&server, &cache.join(format!("m{n}")))
+            .args(["selfplay", "--run", url])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (w1, w2) = (worker(1), worker(2));
     // The server goes away for 3 s mid-run and comes back with its objects.
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(1));
     server.stop();
     std::thread::sleep(Duration::from_secs(3));
     server.restart().unwrap();
-    let w1 = wait(w1, Duration::from_secs(300), "worker 1");
-    let w2 = wait(w2, Duration::from_secs(300), "worker 2");
-    assert!(w1.status.success() && w2.status.success(), "{}\n{}", text(&w1), text(&w2));
     let t = wait(trainer, Duration::from_secs(300), "trainer");
     assert!(t.status.success(), "{}", text(&t));
     let log = text(&t);
     assert!(log.contains("object-store requests this generation"), "{log}");
+    // The workers play on until killed (perhaps in the middle of an upload).
+    let mut retried = false;
+    for mut w in [w1, w2] {
+        w.kill().unwrap();
+        let out = w.wait_with_output().unwrap();
+        assert!(text(&out).contains("games played by this process"), "{}", text(&out));
+        retried |= text(&out).contains("retrying");
+    }
+    assert!(retried || log.contains("retrying"), "nobody met the stopped server:\n{log}");
     let latest = std::fs::read_to_string(data.join("runs/tiny/latest")).unwrap();
     assert_eq!(latest.trim(), "gen-0003");
     // Nothing lost, nothing counted twice.
     let check = bredon(&server, &cache).args(["check", "--run", url]).output().unwrap();
     let msg = text(&check);
     assert!(check.status.success(), "{msg}");
-    assert!(msg.contains("0 damaged") && msg.contains("32 distinct games"), "{msg}");
+    assert!(msg.contains("0 damaged") && msg.contains(" 0 of them in two bundles"), "{msg}");
+    let games: usize = msg.split(" distinct games").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(games >= 24, "3 generations of 8 games: {msg}");
 }
 
 /// A worker killed after its upload went through but before it noted it, and one killed
@@ -149,32 +157,43 @@ fn a_killed_worker_loses_nothing_and_counts_once() {
     let server = S3Server::start(&data, "runs").unwrap();
     let cfg = tiny_config(dir.path(), 1);
     let url = "s3://runs/k";
-    // Create the run (gen-0000) without training: 0 generations.
+    // Create the run (one generation, played by the trainer itself).
     let out = bredon(&server, &cache)
-        .args(["train", "--run", url, "--quiet", "--generations", "0", "--config"])
+        .args(["train", "--run", url, "--quiet", "--generations", "1", "--config"])
         .arg(&cfg)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let w = cache.join("worker");
-    for (inject, games) in [("after-put", 2), ("before-put", 2)] {
-        let out = bredon(&server, &w)
-            .args(["selfplay", "--run", url, "--games", &games.to_string()])
-            .env("BREDON_INJECT_UPLOAD_KILL", inject)
-            .output()
-            .unwrap();
-        assert!(!out.status.success() && text(&out).contains("injected kill"), "{}", text(&out));
-    }
-    // One bundle on the store (the after-put one); the before-put games wait in the outbox.
-    assert_eq!(objects(&data, "runs/k/games").len(), 1);
+    let worker_bundles =
+        |data: &Path| objects(data, "runs/k/games").into_iter().filter(|o| !o.ends_with("-own.bundle")).count();
+    // Killed before its upload: its 2 games wait in its copy's outbox, nothing is sent.
+    let out = bredon(&server, &w)
+        .args(["selfplay", "--run", url, "--games", "2"])
+        .env("BREDON_INJECT_UPLOAD_KILL", "before-put")
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && text(&out).contains("injected kill"), "{}", text(&out));
+    assert_eq!(worker_bundles(&data), 0);
+    // The next worker on that copy sends them first, and is killed after the upload went
+    // through but before it noted it.
+    let out = bredon(&server, &w)
+        .args(["selfplay", "--run", url, "--games", "2"])
+        .env("BREDON_INJECT_UPLOAD_KILL", "after-put")
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && text(&out).contains("injected kill"), "{}", text(&out));
+    assert_eq!(worker_bundles(&data), 1);
+    // The next one sends that batch again (same object, same contents) and plays 2 more.
     let out = bredon(&server, &w).args(["selfplay", "--run", url, "--games", "2"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("left by an earlier worker"), "{}", text(&out));
+    assert_eq!(worker_bundles(&data), 2);
     let check = bredon(&server, &cache).args(["check", "--run", url]).output().unwrap();
     let msg = text(&check);
     assert!(check.status.success(), "{msg}");
-    // 2 (after-put, uploaded again with the outbox) + 2 (before-put) + 2 = 6 games.
-    assert!(msg.contains("6 distinct games") && msg.contains("2 of them in two bundles"), "{msg}");
+    // 8 games of the trainer's generation + 2 (killed before the upload) + 2 = 12, once each.
+    assert!(msg.contains("12 distinct games") && msg.contains(" 0 of them in two bundles"), "{msg}");
 }
 
 #[test]

@@ -80,7 +80,7 @@ pub fn save_model(model: &TakNet, meta: &ModelMeta, dir: &Path) -> Result<()> {
     atomic_write_with(&weights, |p| m.save_file(p).map_err(|e| anyhow::anyhow!("saving weights: {e:?}")))?;
     let bytes = std::fs::read(&weights).with_context(|| format!("reading back {}", weights.display()))?;
     let json = to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc_hex(crc32c(&bytes)).into())])?;
-    atomic_write(&dir.join("model.json"), &json)
+    Ok(atomic_write(&dir.join("model.json"), &json)?)
 }
 
 /// Reads a model saved by [`save_model`], checking its metadata, the checksums and that
@@ -153,7 +153,7 @@ pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()>
     out.extend_from_slice(&json);
     out.extend_from_slice(&weights);
     append_crc(&mut out);
-    atomic_write(path, &out)
+    Ok(atomic_write(path, &out)?)
 }
 
 /// Loads a model from a file written by [`export_model`], or from a checkpoint directory.

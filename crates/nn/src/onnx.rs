@@ -324,7 +324,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
 /// Writes `model` as an ONNX file at `path` (atomically).
 pub fn export_onnx(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
     let bytes = onnx_bytes(&FoldedNet::from_model(model, meta.size), meta)?;
-    atomic_write(path, &bytes)
+    Ok(atomic_write(path, &bytes)?)
 }
 
 /// What an ONNX file written by [`export_onnx`] says about itself: its metadata

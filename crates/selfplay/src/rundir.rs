@@ -166,7 +166,7 @@ impl RunDir {
 
     /// Points a pointer file at checkpoint `name` (atomically).
     fn write_pointer(&self, file: &str, name: &str) -> Result<()> {
-        atomic_write(&self.root.join(file), format!("{name}\n").as_bytes())
+        Ok(atomic_write(&self.root.join(file), format!("{name}\n").as_bytes())?)
     }
 
     /// The newest complete checkpoint's name, from the `latest` pointer.
@@ -211,7 +211,7 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("reading back {}", opt.display())),
         }
-        atomic_write(&dir.join("state.json"), &to_checked_json(state, &extra)?)
+        Ok(atomic_write(&dir.join("state.json"), &to_checked_json(state, &extra)?)?)
     }
 
     /// Reads the training state of a checkpoint, verifying its checksum.

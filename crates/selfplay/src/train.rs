@@ -732,7 +732,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         .collect();
     text.push_str(&serde_json::to_string(s)?);
     text.push('\n');
-    atomic_write(&path, text.as_bytes())
+    Ok(atomic_write(&path, text.as_bytes())?)
 }
 
 /// Self-play only: plays games with the run's newest checkpoint into the run directory,
