@@ -27,9 +27,10 @@ use crate::elo::{EloOptions, RatingsTable};
 use crate::game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 use crate::openings::{Opening, OpeningsConfig, load_openings, opening_to_string};
 use crate::player::{MoveLimits, Player};
-use crate::results::{GameRecord, append_record, game_ptn, load_records, now_unix, write_atomic};
+use crate::results::{GameRecord, append_record, game_ptn, load_records, now_unix};
 use crate::spec::{Entrant, PlayerSpec};
 use crate::sprt::{Gate, GateConfig, GateState};
+use bredon_storage::fsutil::atomic_write as write_atomic;
 
 /// Who plays whom.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

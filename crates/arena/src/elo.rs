@@ -43,7 +43,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::{GameRecord, write_atomic};
+use crate::results::GameRecord;
+use bredon_storage::fsutil::atomic_write as write_atomic;
 
 const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
 
@@ -439,13 +440,13 @@ impl RatingsTable {
 
     /// Writes the CSV atomically.
     pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
-        write_atomic(path, self.to_csv().as_bytes())
+        Ok(write_atomic(path, self.to_csv().as_bytes())?)
     }
 
     /// Writes the table as pretty JSON atomically, with a `crc32c` field
-    /// (`bredon_nn::integrity::to_checked_json`) that `bredon check` verifies.
+    /// (`bredon_storage::integrity::to_checked_json`) that `bredon check` verifies.
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        write_atomic(path, &bredon_nn::integrity::to_checked_json(self, &[])?)
+        Ok(write_atomic(path, &bredon_storage::integrity::to_checked_json(self, &[])?)?)
     }
 }
 

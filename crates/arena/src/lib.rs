@@ -49,7 +49,7 @@ pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination
 pub use openings::{Opening, OpeningsConfig, load_openings};
 pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
 pub use plot::{EloPoint, parse_elo_curve, plot_elo, render_elo_svg};
-pub use results::{GameRecord, append_record, load_records, write_atomic};
+pub use results::{GameRecord, append_record, load_records};
 pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};
 pub use spec::{Entrant, PlayerFactory, PlayerSpec, SearchSettings};
 pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};

@@ -43,7 +43,7 @@ const COLORS: [RGBColor; 6] = [
 /// Non-finite values are skipped; an empty input gives an error.
 pub fn plot_elo(points: &[EloPoint], x_desc: &str, path: &Path) -> anyhow::Result<()> {
     let svg = render_elo_svg(points, x_desc)?;
-    crate::results::write_atomic(path, svg.as_bytes())
+    Ok(bredon_storage::fsutil::atomic_write(path, svg.as_bytes())?)
 }
 
 /// [`plot_elo`] into a string.

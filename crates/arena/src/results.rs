@@ -8,9 +8,9 @@
 //! record, records already written are never rewritten, and the cost per game stays
 //! constant however long the file grows (unlike rewrite-and-rename).
 //!
-//! **Tables and games** ([`write_atomic`]): written to a temporary file in the same
-//! directory, synced, then renamed over the target, so readers see the old or the new
-//! file, never half of one.
+//! **Tables and games**: written with `bredon_storage::fsutil::atomic_write` (temporary
+//! file in the same directory, synced, renamed, directory synced), so readers see the old
+//! or the new file, never half of one.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -61,24 +61,6 @@ impl GameRecord {
     pub fn black_score(&self) -> f64 {
         1.0 - self.white_score
     }
-}
-
-/// Writes `contents` to `path` atomically (temp file in the same directory, fsync, rename).
-pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let r = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r.with_context(|| format!("writing {}", path.display()))
 }
 
 /// Appends one record to a JSONL results file (see the [module docs](self)): repairs a

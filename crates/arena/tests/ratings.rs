@@ -224,10 +224,10 @@ fn ratings_files_are_written() {
     // ratings.json carries a checksum: verified as written, a changed value is caught.
     let json_path = dir.path().join("r.json");
     let bytes = std::fs::read(&json_path).unwrap();
-    let (_, _, v) = bredon_nn::integrity::from_checked_json::<RatingsTable>(&bytes, &json_path).unwrap();
-    assert_eq!(v, bredon_nn::integrity::Verified::Ok);
+    let (_, _, v) = bredon_storage::integrity::from_checked_json::<RatingsTable>(&bytes, &json_path).unwrap();
+    assert_eq!(v, bredon_storage::integrity::Verified::Ok);
     let edited = String::from_utf8(bytes).unwrap().replacen("\"games\": ", "\"games\": 1", 1);
-    let err = bredon_nn::integrity::from_checked_json::<RatingsTable>(edited.as_bytes(), &json_path).unwrap_err();
+    let err = bredon_storage::integrity::from_checked_json::<RatingsTable>(edited.as_bytes(), &json_path).unwrap_err();
     assert!(err.to_string().contains("checksum mismatch"), "{err}");
     // No temporary files are left behind.
     let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

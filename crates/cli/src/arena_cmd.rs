@@ -5,11 +5,11 @@ use anyhow::{Context, Result, bail};
 use bredon_arena::{
     EloOptions, EloPoint, GameRecord, GateConfig, GateState, MatchConfig, PlayerSpec, RatingsTable, Schedule,
     SearchSettings, check_players, entrants_from_specs, plot_elo, rate_results, run_arena, run_gate, run_match,
-    write_atomic,
 };
 use bredon_selfplay::config::{GateTest, RunConfig};
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::tb::TbLogger;
+use bredon_storage::fsutil::atomic_write as write_atomic;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ pub struct ArenaArgs {
     /// A training run: rate its checkpoints against each other and the baselines
     /// (writes `<run>/arena/`: games, results.jsonl, ratings.csv/json, elo.svg).
     #[arg(long)]
-    pub run: Option<PathBuf>,
+    pub run: Option<bredon_storage::RunLocation>,
     /// A player, as `random`, `uniform:VISITS`, `checkpoint:PATH`, or
     /// `tei:PROGRAM ARGS;name=NAME;option.HalfKomi=4` (repeat the flag). With `--run` these
     /// are the baselines (default `uniform:VISITS` and `rollout:VISITS`); the first is in
@@ -85,14 +85,21 @@ pub fn run(args: ArenaArgs) -> Result<()> {
     }
     config.threads = args.threads.unwrap_or_else(cores).max(1);
     let table = match &args.run {
-        Some(run) => {
+        Some(location) => {
             let ladder = LadderOptions {
                 baselines: args.players.clone(),
                 every: args.every,
                 max_checkpoints: args.max_checkpoints,
                 visits_from_run: args.visits.is_none() && args.config.is_none(),
             };
-            rate_run(run, &ladder, config)?
+            // A run on an object store is rated in a local copy; its arena/ goes back.
+            let (opened, _) = crate::run_arg::open_whole(location, "arena")?;
+            let table = rate_run(&opened.dir, &ladder, config)?;
+            if let Some(r) = &opened.remote {
+                let n = r.push_tree("arena")?;
+                eprintln!("uploaded {n} arena files to {location}/arena/");
+            }
+            table
         }
         None => free_match(&args, config)?,
     };

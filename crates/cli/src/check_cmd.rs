@@ -3,20 +3,31 @@
 use anyhow::{Result, bail};
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::verify::verify_run;
-use std::path::PathBuf;
+use bredon_storage::RunLocation;
 
 /// `bredon check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// The run directory to verify.
+    /// The run to verify: a directory or `s3://BUCKET/PREFIX` (fetched whole into a
+    /// local copy first).
     #[arg(long)]
-    run: PathBuf,
+    run: RunLocation,
 }
 
 /// Verifies the run and prints what is damaged and what that costs; exits non-zero if
 /// anything is damaged.
 pub fn run(args: CheckArgs) -> Result<()> {
-    let run = RunDir::new(&args.run);
+    let (opened, pulled) = crate::run_arg::open_whole(&args.run, "check")?;
+    let run = RunDir::new(&opened.dir);
+    if let Some(p) = &pulled {
+        for d in &p.damaged {
+            println!("DAMAGED {d}\n  -> its games are lost; the worker that sent it plays more");
+        }
+        println!(
+            "{}: {} game bundles, {} distinct games, {} of them in two bundles (uploaded again after a kill; counted once)",
+            args.run, p.bundles, p.games, p.in_two_bundles
+        );
+    }
     let rep = verify_run(&run)?;
     for d in &rep.damaged {
         println!("DAMAGED {}: {}\n  -> {}", d.path.display(), d.problem, d.consequence);
@@ -40,6 +51,11 @@ pub fn run(args: CheckArgs) -> Result<()> {
         rep.games,
         rep.samples
     );
+    if let Some(p) = &pulled
+        && !p.damaged.is_empty()
+    {
+        bail!("{} damaged game bundles in {}", p.damaged.len(), args.run);
+    }
     if !rep.damaged.is_empty() {
         bail!("{} damaged files in {}", rep.damaged.len(), run.root().display());
     }

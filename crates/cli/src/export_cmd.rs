@@ -12,7 +12,7 @@ pub struct ExportArgs {
     pub checkpoint: Option<PathBuf>,
     /// A run directory: exports its latest checkpoint (or `--generation`).
     #[arg(long, conflicts_with = "checkpoint")]
-    pub run: Option<PathBuf>,
+    pub run: Option<bredon_storage::RunLocation>,
     /// With `--run`: the generation to export instead of the latest.
     #[arg(long, requires = "run")]
     pub generation: Option<u32>,
@@ -34,11 +34,20 @@ pub fn run(args: ExportArgs) -> Result<()> {
             let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
             (dir.clone(), dir.with_file_name(format!("{name}.bredon")))
         }
-        (None, Some(run_path)) => {
-            let run = RunDir::new(run_path);
+        (None, Some(location)) => {
+            // A run on an object store: the checkpoint is fetched into a local copy, and
+            // the export written there (`--out` to put it elsewhere).
+            let opened = crate::run_arg::open(location, None, "export")?;
+            let run = RunDir::new(&opened.dir);
+            if let Some(r) = &opened.remote {
+                r.pull_run(false)?;
+                if let Some(g) = args.generation {
+                    r.pull_checkpoint(&RunDir::model_name(g), false)?;
+                }
+            }
             let name = match args.generation {
                 Some(g) => RunDir::model_name(g),
-                None => run.latest()?.with_context(|| format!("{} has no checkpoint yet", run_path.display()))?,
+                None => run.latest()?.with_context(|| format!("{location} has no checkpoint yet"))?,
             };
             (run.checkpoint_dir(&name), run.root().join("exports").join(format!("{name}.bredon")))
         }

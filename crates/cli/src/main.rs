@@ -10,6 +10,7 @@ mod perft_cmd;
 mod play_cmd;
 mod plot_cmd;
 mod ptn_cmd;
+mod run_arg;
 mod tactics_cmd;
 mod tei_cmd;
 mod train_cmd;

@@ -2,9 +2,9 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_mcts::{Search, SearchConfig};
-use bredon_nn::fsutil::atomic_write;
 use bredon_rules::notation::{Ptn, parse_move, write_tps};
 use bredon_rules::{Color, GameOptions, Move, Position};
+use bredon_storage::fsutil::atomic_write;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::io::{BufRead, Write};

@@ -192,7 +192,8 @@ fn write_suite(path: &std::path::Path, suite: &[TacticPosition]) -> Result<()> {
         text.push_str(&write_tps(&tp.position));
         text.push('\n');
     }
-    bredon_nn::fsutil::atomic_write(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    bredon_storage::fsutil::atomic_write(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {} positions to {}", suite.len(), path.display());
     Ok(())
 }

@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::train::{TrainOptions, open_run, train};
+use bredon_storage::RunLocation;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,10 +15,16 @@ pub struct TrainArgs {
     /// Config file (TOML). Needed to create a run; a run resumes with its own copy.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Run directory (default: checkpoints/<config file stem>).
+    /// Run directory, or `s3://BUCKET/PREFIX` for a run on S3 or an S3-compatible server
+    /// (credentials and endpoint from the AWS_* environment variables; default:
+    /// checkpoints/<config file stem>).
     #[arg(long)]
-    run: Option<PathBuf>,
-    /// Play no games here: wait for `bredon selfplay` processes sharing the run directory.
+    run: Option<RunLocation>,
+    /// With an `s3://` run: where the local copy lives (default: $BREDON_CACHE, else
+    /// ~/.cache/bredon).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Play no games here: wait for `bredon selfplay` processes sharing the run.
     #[arg(long)]
     external_selfplay: bool,
     /// Override the config's number of generations (0 = no limit).
@@ -44,9 +51,14 @@ pub struct TrainArgs {
 /// Arguments of `bredon selfplay`.
 #[derive(clap::Args, Debug)]
 pub struct SelfPlayArgs {
-    /// Run directory shared with a `bredon train --external-selfplay` process.
+    /// The run (directory or `s3://BUCKET/PREFIX`) of a `bredon train` process.
     #[arg(long)]
-    run: PathBuf,
+    run: RunLocation,
+    /// With an `s3://` run: where the local copy lives (default: $BREDON_CACHE, else
+    /// ~/.cache/bredon); workers on one copy share a writer id, and a worker started on
+    /// the copy of a killed one uploads the games it left.
+    #[arg(long)]
+    cache: Option<PathBuf>,
     /// Stop after this many games (default: until Ctrl-C).
     #[arg(long)]
     games: Option<usize>,
@@ -65,13 +77,13 @@ pub fn stop_flag() -> Arc<AtomicBool> {
     stop
 }
 
-fn run_dir_for(args: &TrainArgs) -> Result<PathBuf> {
+fn run_location_for(args: &TrainArgs) -> Result<RunLocation> {
     if let Some(r) = &args.run {
         return Ok(r.clone());
     }
     let cfg = args.config.as_ref().context("give --run DIR, or --config FILE to name the run after it")?;
     let stem = cfg.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
-    Ok(PathBuf::from("checkpoints").join(stem))
+    Ok(RunLocation::Local(PathBuf::from("checkpoints").join(stem)))
 }
 
 /// Opens the run's device: `--device` if given, else the config's `[device] name`.
@@ -85,7 +97,12 @@ fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<
 
 /// `bredon train`.
 pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
-    let run = RunDir::new(run_dir_for(&args)?);
+    let location = run_location_for(&args)?;
+    let opened = crate::run_arg::open(&location, args.cache.as_deref(), "train")?;
+    let run = RunDir::new(&opened.dir);
+    if let Some(r) = &opened.remote {
+        r.pull_run(true)?;
+    }
     let (given, text) = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -95,6 +112,9 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         None => (None, None),
     };
     let mut cfg = open_run(&run, given.as_ref(), text.as_deref())?;
+    if let Some(r) = &opened.remote {
+        r.push("config.toml")?;
+    }
     if let Some(g) = args.generations {
         cfg.schedule.generations = g;
     }
@@ -126,6 +146,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         after_checkpoint,
         init_from: args.init_from.clone(),
         init_minutes: args.init_minutes,
+        remote: opened.remote.clone(),
     };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;
@@ -139,9 +160,20 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
 
 /// `bredon selfplay`.
 pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
-    let run = RunDir::new(&args.run);
+    let opened = crate::run_arg::open(&args.run, args.cache.as_deref(), "selfplay")?;
+    let run = RunDir::new(&opened.dir);
+    if let Some(r) = &opened.remote {
+        let stop = stop_flag();
+        while !r.pull_run(false)? {
+            eprintln!("waiting for the run to be created at {} (start `bredon train` there)", args.run);
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+        }
+    }
     let cfg = open_run(&run, None, None)?;
     open_device(&cfg, device)?;
     let stop = stop_flag();
-    bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop)
+    bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref())
 }

@@ -6,14 +6,14 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::fsutil::{atomic_write, atomic_write_with};
-use crate::integrity::{
-    Verified, append_crc, check_crc, check_finite, crc_field, crc_hex, crc32c, from_checked_json, split_crc,
-    to_checked_json,
-};
+use crate::integrity::check_finite;
 use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
 use crate::model::{NetConfig, TakNet};
 use crate::policy::policy_size;
+use bredon_storage::fsutil::{atomic_write, atomic_write_with};
+use bredon_storage::integrity::{
+    Verified, append_crc, check_crc, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
+};
 
 /// What a model file is: enough to rebuild the network and to refuse a mismatch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,7 +80,7 @@ pub fn save_model(model: &TakNet, meta: &ModelMeta, dir: &Path) -> Result<()> {
     atomic_write_with(&weights, |p| m.save_file(p).map_err(|e| anyhow::anyhow!("saving weights: {e:?}")))?;
     let bytes = std::fs::read(&weights).with_context(|| format!("reading back {}", weights.display()))?;
     let json = to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc_hex(crc32c(&bytes)).into())])?;
-    atomic_write(&dir.join("model.json"), &json)
+    Ok(atomic_write(&dir.join("model.json"), &json)?)
 }
 
 /// Reads a model saved by [`save_model`], checking its metadata, the checksums and that
@@ -153,7 +153,7 @@ pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()>
     out.extend_from_slice(&json);
     out.extend_from_slice(&weights);
     append_crc(&mut out);
-    atomic_write(path, &out)
+    Ok(atomic_write(path, &out)?)
 }
 
 /// Loads a model from a file written by [`export_model`], or from a checkpoint directory.

@@ -14,7 +14,7 @@
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
-//! - [`integrity`]: CRC-32C checksums of the files that matter, finite-weight checks.
+//! - [`integrity`]: finite-weight checks (checksums are `bredon_storage::integrity`).
 //! - [`limits`]: bounds on the architecture and weights a model file may describe,
 //!   checked before anything is allocated.
 
@@ -23,7 +23,6 @@ pub mod device;
 pub mod encoding;
 pub mod fast;
 pub mod folded;
-pub mod fsutil;
 pub mod inference;
 pub mod integrity;
 pub mod limits;

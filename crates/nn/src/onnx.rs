@@ -31,9 +31,9 @@ use std::path::Path;
 use crate::checkpoint::ModelMeta;
 use crate::encoding::planes;
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
-use crate::fsutil::atomic_write;
 use crate::model::TakNet;
 use crate::policy::policy_size;
+use bredon_storage::fsutil::atomic_write;
 
 /// The opset the graph is written for.
 pub const OPSET: i64 = 17;
@@ -324,7 +324,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
 /// Writes `model` as an ONNX file at `path` (atomically).
 pub fn export_onnx(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
     let bytes = onnx_bytes(&FoldedNet::from_model(model, meta.size), meta)?;
-    atomic_write(path, &bytes)
+    Ok(atomic_write(path, &bytes)?)
 }
 
 /// What an ONNX file written by [`export_onnx`] says about itself: its metadata

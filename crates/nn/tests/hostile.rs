@@ -6,7 +6,7 @@
 //! binary on them: `/usr/bin/time -v bredon tei --model FILE`).
 
 use bredon_nn::checkpoint::{WEIGHTS_CRC_FIELD, load_exported_bytes, load_model};
-use bredon_nn::integrity::{append_crc, crc_hex, crc32c, to_checked_json};
+use bredon_storage::integrity::{append_crc, crc_hex, crc32c, to_checked_json};
 use burn_pack::{Reader, Tensor, Writer};
 use serde_json::{Value, json};
 use std::path::Path;

@@ -2,12 +2,12 @@
 //! loaded or written; a non-finite training step changes nothing.
 
 use bredon_nn::checkpoint::{ModelMeta, load_exported_verified, load_model_verified};
-use bredon_nn::integrity::Verified;
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{
     NetConfig, StepOutcome, TakNet, TrainExample, Trainer, export_model, load_exported, load_model, save_model,
 };
 use bredon_rules::Position;
+use bredon_storage::integrity::Verified;
 use burn::module::{Module, ModuleMapper, Param};
 use burn::prelude::*;
 use std::path::Path;

@@ -3,10 +3,11 @@
 //! The main job of Bredon: generations of self-play with the current network, a replay
 //! window of stored games, training, checkpoints, and evaluation — resumable after a kill.
 
-pub use bredon_nn::fsutil;
+pub use bredon_storage::fsutil;
 pub mod config;
 pub mod evaluate;
 pub mod net;
+pub mod remote;
 pub mod replay;
 pub mod rundir;
 pub mod tb;

@@ -3,11 +3,11 @@
 use anyhow::{Context, Result};
 use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::fsutil::atomic_write_with;
 use bredon_nn::inference::InferenceService;
 use bredon_nn::train::{AuxTargets, OptimizerSettings, wdl_of_value};
 use bredon_nn::{NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
+use bredon_storage::fsutil::atomic_write_with;
 use rand::Rng;
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::config::RunConfig;
 use crate::replay::Sample;
 use crate::rundir::read_state_file;
-use bredon_nn::integrity::check_crc;
+use bredon_storage::integrity::check_crc;
 
 /// A network under training with its optimiser.
 pub struct Learner {
@@ -116,7 +116,7 @@ impl Learner {
     pub fn save(&self, dir: &Path, step: u64, generation: u32) -> Result<()> {
         let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);
         save_model(&self.trainer.model(), &meta, dir)?;
-        atomic_write_with(&dir.join("optimizer.bpk"), |p| Ok(self.trainer.save_optimizer(p)?))
+        atomic_write_with(&dir.join("optimizer.bpk"), |p| self.trainer.save_optimizer(p))
             .with_context(|| format!("saving optimizer state in {}", dir.display()))
     }
 

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fsutil::{TMP_SUFFIX, atomic_write};
-use bredon_nn::integrity::{Verified, append_crc, split_crc};
+use bredon_storage::integrity::{Verified, append_crc, split_crc};
 
 /// First bytes of every `.game` file.
 pub const MAGIC: &[u8; 8] = b"BREDONG1";

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{atomic_write, remove_stale_temps};
-use bredon_nn::integrity::{Verified, crc_field, crc_hex, crc32c, from_checked_json, to_checked_json};
+use bredon_storage::integrity::{Verified, crc_field, crc_hex, crc32c, from_checked_json, to_checked_json};
 
 /// Field of `state.json` holding the CRC-32C of the checkpoint's `optimizer.bpk`.
 pub const OPTIMIZER_CRC_FIELD: &str = "optimizer_crc32c";
@@ -166,7 +166,7 @@ impl RunDir {
 
     /// Points a pointer file at checkpoint `name` (atomically).
     fn write_pointer(&self, file: &str, name: &str) -> Result<()> {
-        atomic_write(&self.root.join(file), format!("{name}\n").as_bytes())
+        Ok(atomic_write(&self.root.join(file), format!("{name}\n").as_bytes())?)
     }
 
     /// The newest complete checkpoint's name, from the `latest` pointer.
@@ -211,7 +211,7 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("reading back {}", opt.display())),
         }
-        atomic_write(&dir.join("state.json"), &to_checked_json(state, &extra)?)
+        Ok(atomic_write(&dir.join("state.json"), &to_checked_json(state, &extra)?)?)
     }
 
     /// Reads the training state of a checkpoint, verifying its checksum.

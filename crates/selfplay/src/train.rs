@@ -59,7 +59,15 @@ pub struct TrainOptions {
     /// Minutes of training behind the `init_from` model, for the run's Elo curve (default:
     /// the source checkpoint directory's `state.json`; unknown for an export).
     pub init_minutes: Option<f64>,
+    /// The run's object store, when the run directory is a local copy of a run there
+    /// (`--run s3://…`, see [`crate::remote`]): `train` then holds the store's lease,
+    /// takes in the workers' game bundles, and uploads its games and checkpoints.
+    pub remote: Option<Arc<crate::remote::Remote>>,
 }
+
+/// The environment variable that sets the trainer's lease length on an object store in
+/// seconds (default 60; renewed every third of it).
+pub const LEASE_SECS_ENV: &str = "BREDON_LEASE_SECS";
 
 impl std::fmt::Debug for TrainOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -224,6 +232,16 @@ pub fn train(
     stop: Arc<AtomicBool>,
 ) -> Result<Vec<GenerationSummary>> {
     let _lock = RunLock::acquire(run)?;
+    let remote = opts.remote.as_deref();
+    let lease = match remote {
+        Some(r) => {
+            let secs = std::env::var(LEASE_SECS_ENV).ok().and_then(|s| s.parse::<f64>().ok()).filter(|s| *s >= 1.0);
+            let ttl = Duration::from_secs_f64(secs.unwrap_or(60.0));
+            Some(bredon_storage::Lease::acquire(r.store(), "train.lease", &bredon_storage::holder_name(), ttl)?)
+        }
+        None => None,
+    };
+    let requests_at = |r: Option<&crate::remote::Remote>| r.map_or(0, |r| r.store().requests());
     let started = Instant::now();
     let (mut learner, mut state) = open_checkpoint(cfg, run, opts)?;
     let mut tb = TbLogger::open(&run.tensorboard_dir());
@@ -239,6 +257,7 @@ pub fn train(
     while !schedule_done(cfg, state.generation, started, &stop) {
         let gen_no = state.generation;
         let model = RunDir::model_name(gen_no);
+        let requests_before = requests_at(remote);
         let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
         // (1) Self-play.
         let (stats, had_games) = self_play_phase(cfg, run, opts, &learner, gen_no, background.take(), &stop)?;
@@ -246,6 +265,9 @@ pub fn train(
             break;
         }
         stats.summarise(&mut summary);
+        if let Some(r) = remote {
+            r.push_own_games(&model)?;
+        }
         // (2) Training: the replay window, then the generation's steps.
         summary.new_samples = window.refresh(&run.games_dir())?;
         summary.skipped_games = window.skipped() - skipped_reported;
@@ -278,7 +300,10 @@ pub fn train(
         learner.save(&run.checkpoint_dir(&next), state.step, state.generation)?;
         run.write_state(&next, &state)?;
         // (4) Publishing: evaluation, log line and hook, then the `latest` pointer.
-        publish_phase(cfg, run, opts, &learner, &state, &mut summary, &mut tb, total, &stop)?;
+        publish_phase(cfg, run, opts, lease.as_ref(), &learner, &state, &mut summary, &mut tb, total, &stop)?;
+        if remote.is_some() {
+            eprintln!("{next}: {} object-store requests this generation", requests_at(remote) - requests_before);
+        }
         summaries.push(summary);
     }
     drop(background);
@@ -326,6 +351,11 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
     learner.save(&run.checkpoint_dir(&name), step, 0)?;
     run.write_state(&name, &state)?;
     run.set_latest(&name)?;
+    if let Some(r) = opts.remote.as_deref() {
+        r.push("init.json")?;
+        r.push_checkpoint(&name)?;
+        r.push("latest")?;
+    }
     eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
     Ok((learner, state))
 }
@@ -376,6 +406,10 @@ fn self_play_phase(
         Some(bg) => bg.join(stop)?,
         None => PlayStats::default(),
     };
+    let remote = opts.remote.as_deref();
+    if let Some(r) = remote {
+        r.pull_games(&model)?;
+    }
     let have = count_games(&run.games_dir(), &model);
     if have >= target || stop.load(Ordering::Relaxed) {
         return Ok((stats, have > 0));
@@ -383,9 +417,17 @@ fn self_play_phase(
     if opts.external_selfplay {
         let pb = bar(target as u64, "games (external)", opts.quiet);
         pb.set_prefix(model.clone());
+        let mut polled = Instant::now();
         while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
             pb.set_position(count_games(&run.games_dir(), &model) as u64);
             std::thread::sleep(Duration::from_millis(500));
+            // On an object store, one listing every 2 s (plus a GET per new bundle).
+            if let Some(r) = remote
+                && polled.elapsed() >= Duration::from_secs(2)
+            {
+                polled = Instant::now();
+                r.pull_games(&model)?;
+            }
         }
         pb.finish_and_clear();
     } else {
@@ -491,6 +533,7 @@ fn publish_phase(
     cfg: &RunConfig,
     run: &RunDir,
     opts: &TrainOptions,
+    lease: Option<&bredon_storage::Lease>,
     learner: &Learner,
     state: &TrainState,
     summary: &mut GenerationSummary,
@@ -508,7 +551,18 @@ fn publish_phase(
     {
         eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
     }
+    if let (Some(r), Some(lease)) = (opts.remote.as_deref(), lease) {
+        // Checkpoint, log and `best` first, `latest` last: a worker that sees the new
+        // pointer finds the whole checkpoint. A trainer that lost its lease stops.
+        lease.check()?;
+        r.push_checkpoint(&next)?;
+        r.push("logs/generations.jsonl")?;
+        r.push("best")?;
+    }
     run.set_latest(&next)?;
+    if let Some(r) = opts.remote.as_deref() {
+        r.push("latest")?;
+    }
     prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
     Ok(())
 }
@@ -769,7 +823,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         .collect();
     text.push_str(&serde_json::to_string(s)?);
     text.push('\n');
-    atomic_write(&path, text.as_bytes())
+    Ok(atomic_write(&path, text.as_bytes())?)
 }
 
 /// Self-play only: plays games with the run's newest checkpoint into the run directory,
@@ -777,10 +831,26 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
 /// given) or `stop`. Several such processes (on one machine, or on many sharing the run
 /// directory) can feed one `train --external-selfplay` process; game files carry the pid
 /// and the checkpoint name, so writers never collide.
-pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: Arc<AtomicBool>) -> Result<()> {
+pub fn selfplay_only(
+    cfg: &RunConfig,
+    run: &RunDir,
+    games: Option<usize>,
+    stop: Arc<AtomicBool>,
+    remote: Option<&crate::remote::Remote>,
+) -> Result<()> {
     let mut played = 0usize;
     let mut index = (std::process::id() as u64) << 32;
+    if let Some(r) = remote {
+        // What a killed worker on this copy left unsent.
+        let n = r.push_worker_games()?;
+        if n > 0 {
+            eprintln!("uploaded {n} game(s) left by an earlier worker");
+        }
+    }
     while !stop.load(Ordering::Relaxed) && games.is_none_or(|g| played < g) {
+        if let Some(r) = remote {
+            r.pull_pointers(false)?;
+        }
         let Some(model) = run.latest()? else {
             eprintln!("waiting for the first checkpoint in {}", run.root().display());
             std::thread::sleep(Duration::from_secs(2));
@@ -802,6 +872,9 @@ pub fn selfplay_only(cfg: &RunConfig, run: &RunDir, games: Option<usize>, stop: 
         let chunk = games.map_or(chunk, |g| chunk.min(g - played));
         let n = run_pool(&job, evaluator, &run.games_dir(), chunk, index, &stop, |_| {})?;
         service.shutdown();
+        if let Some(r) = remote {
+            r.push_worker_games()?;
+        }
         played += n;
         index += n as u64;
         eprintln!("{model}: {played} games played by this process");

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
-use bredon_nn::integrity::{Verified, check_crc, from_checked_json};
+use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
 use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
@@ -108,7 +108,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         rep.note(&dir.join("model.bpk"), load_model_verified(&dir).map(|m| m.2), lost);
         let opt = dir.join("optimizer.bpk");
         if opt.exists() {
-            let r = std::fs::read(&opt).map_err(anyhow::Error::from).and_then(|b| check_crc(&b, opt_crc, &opt));
+            let r = std::fs::read(&opt).map_err(anyhow::Error::from).and_then(|b| Ok(check_crc(&b, opt_crc, &opt)?));
             rep.note(&opt, r, lost);
         }
     }
@@ -134,7 +134,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         if file == "ratings.json" {
             let r = std::fs::read(&path)
                 .map_err(anyhow::Error::from)
-                .and_then(|b| from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2));
+                .and_then(|b| Ok(from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2)?));
             rep.note(&path, r, || "rerun `bredon arena` with the same arguments to rewrite the ratings".into());
         } else if file.ends_with(".jsonl") {
             rep.note(&path, check_json_lines(&path, true), || {

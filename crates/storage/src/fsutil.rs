@@ -9,7 +9,7 @@
 //! `PATTERN` fail with the OS error `ERRNO` (28 = ENOSPC, 13 = EACCES), after the
 //! temporary file is created, as a full disk would.
 
-use anyhow::{Context, Result};
+use crate::error::{Result, StorageError};
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,11 @@ fn tmp_path(path: &Path) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.{}.{n}{TMP_SUFFIX}", std::process::id()))
+}
+
+/// Whether `name` (a file name) is a temporary file of an atomic write.
+pub fn is_temp_name(name: &str) -> bool {
+    name.ends_with(TMP_SUFFIX) || name.starts_with(".tmp-")
 }
 
 /// The environment variable of the write-error injection (see the module docs).
@@ -50,33 +55,23 @@ fn injected_error(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Context for a failed write: the path, and for the errors a user can fix (no space,
-/// no permission, read-only file system) what to do.
-fn write_context(path: &Path, e: &anyhow::Error) -> String {
+/// A failed write of `path`, with whether the user can fix it.
+fn write_error(path: &Path, source: std::io::Error) -> StorageError {
     use std::io::ErrorKind as K;
-    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
-    let fixable = io.is_some_and(|io| {
-        matches!(io.kind(), K::StorageFull | K::PermissionDenied | K::ReadOnlyFilesystem | K::QuotaExceeded)
-    });
-    if fixable {
-        format!(
-            "writing {} failed (the file keeps its previous contents); free disk space or fix the permissions, \
-             then run the same command again to continue",
-            path.display()
-        )
-    } else {
-        format!("writing {}", path.display())
-    }
+    let fixable =
+        matches!(source.kind(), K::StorageFull | K::PermissionDenied | K::ReadOnlyFilesystem | K::QuotaExceeded);
+    StorageError::Write { path: path.to_path_buf(), fixable, source }
+}
+
+/// The directory of `path` ("." for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync the directory).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| {
-        let e = anyhow::Error::from(e);
-        let ctx = write_context(dir, &e);
-        e.context(ctx)
-    })?;
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
     let tmp = tmp_path(path);
     let write = || -> std::io::Result<()> {
         let mut f = File::create(&tmp)?;
@@ -93,44 +88,55 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         .inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
         })
-        .map_err(|e| {
-            let e = anyhow::Error::from(e);
-            let ctx = write_context(path, &e);
-            e.context(ctx)
-        })
+        .map_err(|e| write_error(path, e))
+}
+
+/// Creates `path` with `bytes` only if no file is there (atomically: the contents are
+/// written to a temporary file first and linked into place, which fails if the target
+/// exists). Returns whether this call created it.
+pub fn create_if_absent(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
+    let tmp = tmp_path(path);
+    let write = || -> std::io::Result<bool> {
+        let mut f = File::create(&tmp)?;
+        injected_error(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(true)
+    };
+    let result = write();
+    let _ = fs::remove_file(&tmp);
+    result.map_err(|e| write_error(path, e))
 }
 
 /// Like [`atomic_write`] but the content is produced by `f` writing into a file at a
 /// temporary path (for libraries that only save to a path). The temporary path keeps
 /// the target's extension so such libraries don't add another one.
-pub fn atomic_write_with(path: &Path, f: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| {
-        let e = anyhow::Error::from(e);
-        let ctx = write_context(dir, &e);
-        e.context(ctx)
-    })?;
+pub fn atomic_write_with<E>(path: &Path, f: impl FnOnce(&Path) -> std::result::Result<(), E>) -> Result<()>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp_dir = dir.join(format!(".tmp-{}-{n}", std::process::id()));
-    fs::create_dir_all(&tmp_dir).map_err(|e| {
-        let e = anyhow::Error::from(e);
-        let ctx = write_context(&tmp_dir, &e);
-        e.context(ctx)
-    })?;
+    fs::create_dir_all(&tmp_dir).map_err(|e| write_error(&tmp_dir, e))?;
     let tmp = tmp_dir.join(&name);
-    let result = injected_error(path)
-        .map_err(anyhow::Error::from)
-        .and_then(|()| f(&tmp))
-        .and_then(|()| {
-            File::open(&tmp).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", tmp.display()))?;
-            fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-            Ok(())
-        })
-        .map_err(|e| {
-            let ctx = write_context(path, &e);
-            e.context(ctx)
-        });
+    let result = injected_error(path).map_err(|e| write_error(path, e)).and_then(|()| {
+        f(&tmp).map_err(|e| StorageError::Produce { path: path.to_path_buf(), source: e.into() })?;
+        File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| write_error(path, e))?;
+        fs::rename(&tmp, path).map_err(|e| write_error(path, e))
+    });
     let _ = fs::remove_dir_all(&tmp_dir);
     result
 }
@@ -163,8 +169,7 @@ pub fn remove_stale_temps(dir: &Path) {
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let is_temp = name.ends_with(TMP_SUFFIX) || name.starts_with(".tmp-");
-            if !is_temp || temp_owner(&name).is_some_and(process_alive) {
+            if !is_temp_name(&name) || temp_owner(&name).is_some_and(process_alive) {
                 continue;
             }
             if name.starts_with(".tmp-") {
@@ -186,6 +191,17 @@ mod tests {
         pub(super) static INJECT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
     }
 
+    /// The error and its causes, as anyhow's `{:#}` shows them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut c = e.source();
+        while let Some(x) = c {
+            s += &format!(": {x}");
+            c = x.source();
+        }
+        s
+    }
+
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
@@ -195,9 +211,19 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"two");
         let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
-        atomic_write_with(&dir.path().join("m.bpk"), |t| Ok(fs::write(t, b"model")?)).unwrap();
+        atomic_write_with(&dir.path().join("m.bpk"), |t| fs::write(t, b"model")).unwrap();
         assert_eq!(fs::read(dir.path().join("m.bpk")).unwrap(), b"model");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn create_if_absent_creates_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("lease");
+        assert!(create_if_absent(&p, b"first").unwrap());
+        assert!(!create_if_absent(&p, b"second").unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"first");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "temporaries left behind");
     }
 
     #[test]
@@ -224,10 +250,10 @@ mod tests {
         atomic_write(&p, b"old").unwrap();
         INJECT.with(|i| *i.borrow_mut() = Some(format!("{}:28", dir.path().display())));
         let e = atomic_write(&p, b"new").unwrap_err();
-        let e2 = atomic_write_with(&dir.path().join("m.bpk"), |t| Ok(fs::write(t, b"model")?)).unwrap_err();
+        let e2 = atomic_write_with(&dir.path().join("m.bpk"), |t| fs::write(t, b"model")).unwrap_err();
         INJECT.with(|i| *i.borrow_mut() = None);
         for e in [e, e2] {
-            let msg = format!("{e:#}");
+            let msg = chain(&e);
             assert!(msg.contains("No space left on device") && msg.contains("run the same command again"), "{msg}");
         }
         assert_eq!(fs::read(&p).unwrap(), b"old");
@@ -240,6 +266,8 @@ mod tests {
         let blocker = dir.path().join("file");
         fs::write(&blocker, b"").unwrap();
         let err = atomic_write(&blocker.join("sub").join("x"), b"1").unwrap_err();
-        assert!(format!("{err:#}").contains("file"), "{err:#}");
+        assert!(chain(&err).contains("file"), "{}", chain(&err));
+        let err = atomic_write_with(&dir.path().join("y"), |_| Err("the library failed")).unwrap_err();
+        assert!(chain(&err).contains("y failed") && chain(&err).contains("the library failed"), "{}", chain(&err));
     }
 }
