@@ -43,6 +43,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::RatingsError;
 use crate::results::{GameRecord, write_atomic};
 
 const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
@@ -438,14 +439,16 @@ impl RatingsTable {
     }
 
     /// Writes the CSV atomically.
-    pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
-        write_atomic(path, self.to_csv().as_bytes())
+    pub fn write_csv(&self, path: &Path) -> Result<(), RatingsError> {
+        Ok(write_atomic(path, self.to_csv().as_bytes())?)
     }
 
     /// Writes the table as pretty JSON atomically, with a `crc32c` field
     /// (`bredon_nn::integrity::to_checked_json`) that `bredon check` verifies.
-    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        write_atomic(path, &bredon_nn::integrity::to_checked_json(self, &[])?)
+    pub fn write_json(&self, path: &Path) -> Result<(), RatingsError> {
+        // TRANSITIONAL: `to_checked_json` still returns `anyhow::Error` (see `NnError`).
+        let json = bredon_nn::integrity::to_checked_json(self, &[]).map_err(|e| RatingsError::Encode(e.into()))?;
+        Ok(write_atomic(path, &json)?)
     }
 }
 
