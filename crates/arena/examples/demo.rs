@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
         threads: 2,
         ..MatchConfig::default()
     };
-    let players: Vec<PlayerSpec> = specs.iter().map(|s| s.parse()).collect::<anyhow::Result<_>>()?;
+    let players: Vec<PlayerSpec> = specs.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
     let table = run_arena(&config, &players, std::path::Path::new(&out), &mut |_| {})?;
     print!("{table}");
     Ok(())

@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use bredon_rules::{Color, GameOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::elo::{EloOptions, RatingsTable};
+use crate::error::{ArenaError, MatchConfigError};
 use crate::game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 use crate::openings::{Opening, OpeningsConfig, load_openings, opening_to_string};
 use crate::player::{MoveLimits, Player};
@@ -145,18 +145,18 @@ impl MatchConfig {
     }
 
     /// Checks the settings.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> Result<(), MatchConfigError> {
         if !(bredon_rules::MIN_SIZE..=bredon_rules::MAX_SIZE).contains(&self.size) {
-            bail!("size {} is not supported (3 to 8)", self.size);
+            return Err(MatchConfigError::Size(self.size));
         }
         if self.games_per_pairing == 0 {
-            bail!("games_per_pairing must be at least 1");
+            return Err(MatchConfigError::NoGames);
         }
         if self.threads == 0 {
-            bail!("threads must be at least 1");
+            return Err(MatchConfigError::NoThreads);
         }
         if self.results_file.is_empty() || self.results_file.contains(['/', '\\']) {
-            bail!("results_file must be a plain file name, got {:?}", self.results_file);
+            return Err(MatchConfigError::ResultsFile(self.results_file.clone()));
         }
         Ok(())
     }
@@ -212,24 +212,25 @@ pub fn run_match(
     entrants: &[Entrant],
     out_dir: &Path,
     on_game: &mut dyn FnMut(&GameRecord) -> ControlFlow<()>,
-) -> anyhow::Result<Vec<GameRecord>> {
+) -> Result<Vec<GameRecord>, ArenaError> {
     config.validate()?;
     if entrants.len() < 2 {
-        bail!("a match needs at least two players, got {}", entrants.len());
+        return Err(ArenaError::TooFewPlayers(entrants.len()));
     }
     let mut names = HashSet::new();
     for e in entrants {
         if e.name.is_empty() {
-            bail!("a player has an empty name");
+            return Err(ArenaError::EmptyName);
         }
         if !names.insert(e.name.as_str()) {
-            bail!("two players are named {:?}: give one another name (name=…)", e.name);
+            return Err(ArenaError::DuplicateName(e.name.clone()));
         }
     }
     let options = config.game_options();
-    let openings: Vec<Opening> = load_openings(&config.openings, options).context("loading openings")?;
+    let openings: Vec<Opening> = load_openings(&config.openings, options)?;
     let opening_texts: Vec<String> = openings.iter().map(|o| opening_to_string(o, config.size)).collect();
-    std::fs::create_dir_all(out_dir.join("games")).with_context(|| format!("creating {}", out_dir.display()))?;
+    std::fs::create_dir_all(out_dir.join("games"))
+        .map_err(|source| ArenaError::CreateDir { path: out_dir.to_path_buf(), source })?;
     let results_path = out_dir.join(&config.results_file);
     let done: HashSet<String> =
         if config.resume { load_records(&results_path)?.into_iter().map(|r| r.key).collect() } else { HashSet::new() };
@@ -255,7 +256,7 @@ pub fn run_match(
     // `on_game` is seen before the worker takes another job.
     let (tx, rx) = channel::<(Finished, Sender<()>)>();
     let mut records = Vec::new();
-    let mut error: Option<anyhow::Error> = None;
+    let mut error: Option<ArenaError> = None;
     std::thread::scope(|scope| {
         for _ in 0..config.threads.min(jobs.len().max(1)) {
             let tx = tx.clone();
@@ -310,7 +311,7 @@ pub fn run_match(
                 }
                 Err(e) => {
                     stop.store(true, Ordering::SeqCst);
-                    error = Some(e);
+                    error = Some(e.into());
                 }
             }
             let _ = ack.send(());
@@ -346,7 +347,7 @@ fn play_with_instances(
                         },
                         termination: Termination::Forfeit {
                             loser: color.to_string(),
-                            reason: format!("could not start the player: {e:#}"),
+                            reason: format!("could not start the player: {}", crate::error::chain(&e)),
                         },
                     };
                 }
@@ -369,7 +370,7 @@ fn record_game(
     openings: &[Opening],
     opening_texts: &[String],
     f: &Finished,
-) -> anyhow::Result<GameRecord> {
+) -> Result<GameRecord, crate::error::ResultsError> {
     let white = &entrants[f.white].name;
     let black = &entrants[f.black].name;
     let text = &opening_texts[f.opening];
@@ -410,13 +411,13 @@ fn record_game(
 }
 
 /// Turns specs into entrants with the match's default limits and per-player seeds.
-pub fn entrants_from_specs(config: &MatchConfig, specs: &[PlayerSpec]) -> anyhow::Result<Vec<Entrant>> {
+pub fn entrants_from_specs(config: &MatchConfig, specs: &[PlayerSpec]) -> Result<Vec<Entrant>, ArenaError> {
     specs
         .iter()
         .enumerate()
         .map(|(i, s)| {
             s.entrant(config.default_limits(), config.seed.wrapping_add(i as u64 * 0x9E37_79B9))
-                .with_context(|| format!("player {}", i + 1))
+                .map_err(|source| ArenaError::Player { index: i + 1, source })
         })
         .collect()
 }
@@ -448,9 +449,9 @@ impl ArenaPaths {
 
 /// Instantiates every entrant once and drops it, so a bad engine path or a program that
 /// does not speak TEI is a clear error before a match starts, not a forfeit of every game.
-pub fn check_players(entrants: &[Entrant]) -> anyhow::Result<()> {
+pub fn check_players(entrants: &[Entrant]) -> Result<(), ArenaError> {
     for e in entrants {
-        drop((e.factory)().with_context(|| format!("starting player {}", e.name))?);
+        drop((e.factory)().map_err(|source| ArenaError::StartPlayer { name: e.name.clone(), source })?);
     }
     Ok(())
 }
@@ -468,7 +469,7 @@ pub fn run_arena(
     players: &[PlayerSpec],
     out_dir: &Path,
     on_game: &mut dyn FnMut(&GameRecord),
-) -> anyhow::Result<RatingsTable> {
+) -> Result<RatingsTable, ArenaError> {
     config.validate()?;
     let entrants = entrants_from_specs(config, players)?;
     check_players(&entrants)?;
@@ -488,7 +489,7 @@ pub fn rate_results(
     players: &[String],
     elo: &EloOptions,
     out_dir: &Path,
-) -> anyhow::Result<RatingsTable> {
+) -> Result<RatingsTable, ArenaError> {
     let records = load_records(results)?;
     let table = RatingsTable::from_records(&records, players, elo);
     table.write_csv(&out_dir.join("ratings.csv"))?;
@@ -519,7 +520,7 @@ pub fn run_gate(
     baseline: &Entrant,
     gate: &GateConfig,
     out_dir: &Path,
-) -> anyhow::Result<GateReport> {
+) -> Result<GateReport, ArenaError> {
     let mut g = Gate::new(gate)?;
     let cfg = MatchConfig { schedule: Schedule::Gauntlet, resume: false, ..config.clone() };
     let mut waiting: HashMap<usize, f64> = HashMap::new();

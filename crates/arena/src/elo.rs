@@ -43,8 +43,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::GameRecord;
-use bredon_storage::fsutil::atomic_write as write_atomic;
+use crate::error::RatingsError;
+use crate::results::{GameRecord, write_atomic};
 
 const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
 
@@ -439,14 +439,15 @@ impl RatingsTable {
     }
 
     /// Writes the CSV atomically.
-    pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
+    pub fn write_csv(&self, path: &Path) -> Result<(), RatingsError> {
         Ok(write_atomic(path, self.to_csv().as_bytes())?)
     }
 
     /// Writes the table as pretty JSON atomically, with a `crc32c` field
     /// (`bredon_storage::integrity::to_checked_json`) that `bredon check` verifies.
-    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        Ok(write_atomic(path, &bredon_storage::integrity::to_checked_json(self, &[])?)?)
+    pub fn write_json(&self, path: &Path) -> Result<(), RatingsError> {
+        let json = bredon_storage::integrity::to_checked_json(self, &[]).map_err(|e| RatingsError::Encode(e.into()))?;
+        Ok(write_atomic(path, &json)?)
     }
 }
 

@@ -17,6 +17,8 @@
 //!   confidence intervals and per-colour scores (see [`elo`]).
 //! - [`Sprt`], [`FixedGames`], [`Gate`], [`run_gate`]: deciding whether a candidate beats the incumbent.
 //! - [`plot_elo`]: Elo over training (steps or minutes) as SVG.
+//! - Errors ([`error`]): an enum per concern ([`SpecError`], [`TeiClientError`],
+//!   [`PlayerError`], [`OpeningsError`], …) and [`ArenaError`] for the match runner.
 //!
 //! ```no_run
 //! use bredon_arena::{MatchConfig, PlayerSpec, run_arena};
@@ -30,6 +32,7 @@
 
 pub mod arena;
 pub mod elo;
+pub mod error;
 pub mod game;
 pub mod openings;
 pub mod player;
@@ -45,9 +48,13 @@ pub use arena::{
     run_arena, run_gate, run_match,
 };
 pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
+pub use error::{
+    ArenaError, MatchConfigError, NnError, OpeningsError, PlayerError, PlotError, RatingsError, ResultsError,
+    SpecError, SprtError, TeiClientError, TeiStage,
+};
 pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 pub use openings::{Opening, OpeningsConfig, load_openings};
-pub use player::{ClockState, MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
+pub use player::{ClockState, MctsPlayer, MoveLimits, Player, RandomPlayer};
 pub use plot::{EloPoint, parse_elo_curve, plot_elo, render_elo_svg};
 pub use results::{GameRecord, append_record, load_records};
 pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};

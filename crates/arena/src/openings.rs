@@ -5,13 +5,14 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
 use bredon_rules::notation::parse_move;
 use bredon_rules::{GameOptions, Move, Position};
 use rand::SeedableRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::error::OpeningsError;
 
 /// Where openings come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,14 +61,19 @@ pub fn opening_to_string(opening: &[Move], size: usize) -> String {
 
 /// Parses one opening line (space-separated PTN moves) and checks every move is legal
 /// and does not end the game.
-pub fn parse_opening(line: &str, options: GameOptions) -> anyhow::Result<Opening> {
+pub fn parse_opening(line: &str, options: GameOptions) -> Result<Opening, OpeningsError> {
     let mut pos = Position::with_options(options)?;
     let mut out = Vec::new();
     for (i, word) in line.split_whitespace().enumerate() {
-        let mv = parse_move(word, options.size).with_context(|| format!("move {} {word:?}", i + 1))?;
-        pos.play(mv).with_context(|| format!("move {} {word:?} is illegal", i + 1))?;
+        let index = i + 1;
+        let mv = parse_move(word, options.size).map_err(|source| OpeningsError::BadMove {
+            index,
+            word: word.to_string(),
+            source,
+        })?;
+        pos.play(mv).map_err(|source| OpeningsError::IllegalMove { index, word: word.to_string(), source })?;
         if pos.result().is_some() {
-            bail!("move {} {word:?} ends the game", i + 1);
+            return Err(OpeningsError::EndsGame { index, word: word.to_string() });
         }
         out.push(mv);
     }
@@ -75,32 +81,36 @@ pub fn parse_opening(line: &str, options: GameOptions) -> anyhow::Result<Opening
 }
 
 /// Produces the openings for a match. `None` gives one empty opening.
-pub fn load_openings(config: &OpeningsConfig, options: GameOptions) -> anyhow::Result<Vec<Opening>> {
+pub fn load_openings(config: &OpeningsConfig, options: GameOptions) -> Result<Vec<Opening>, OpeningsError> {
     match config {
         OpeningsConfig::None => Ok(vec![Vec::new()]),
         OpeningsConfig::Random { plies, count, seed } => random_openings(options, *plies, *count, *seed),
         OpeningsConfig::File { path, count, shuffle_seed } => {
             let text =
-                std::fs::read_to_string(path).with_context(|| format!("reading openings file {}", path.display()))?;
+                std::fs::read_to_string(path).map_err(|source| OpeningsError::Read { path: path.clone(), source })?;
             let mut out = Vec::new();
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {
                     continue;
                 }
-                let opening = parse_opening(line, options)
-                    .with_context(|| format!("{}:{}: bad opening for size {}", path.display(), i + 1, options.size))?;
+                let opening = parse_opening(line, options).map_err(|e| OpeningsError::BadLine {
+                    path: path.clone(),
+                    line: i + 1,
+                    size: options.size,
+                    source: Box::new(e),
+                })?;
                 out.push(opening);
             }
             if out.is_empty() {
-                bail!("openings file {} has no openings", path.display());
+                return Err(OpeningsError::NoOpenings { path: path.clone() });
             }
             if let Some(seed) = shuffle_seed {
                 out.shuffle(&mut ChaCha8Rng::seed_from_u64(*seed));
             }
             if let Some(n) = count {
                 if *n == 0 {
-                    bail!("openings count must be at least 1");
+                    return Err(OpeningsError::ZeroCount);
                 }
                 out.truncate(*n);
             }
@@ -110,9 +120,14 @@ pub fn load_openings(config: &OpeningsConfig, options: GameOptions) -> anyhow::R
 }
 
 /// `count` distinct random openings of `plies` legal moves that do not end the game.
-pub fn random_openings(options: GameOptions, plies: usize, count: usize, seed: u64) -> anyhow::Result<Vec<Opening>> {
+pub fn random_openings(
+    options: GameOptions,
+    plies: usize,
+    count: usize,
+    seed: u64,
+) -> Result<Vec<Opening>, OpeningsError> {
     if count == 0 {
-        bail!("openings count must be at least 1");
+        return Err(OpeningsError::ZeroCount);
     }
     let start = Position::with_options(options)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -144,7 +159,7 @@ pub fn random_openings(options: GameOptions, plies: usize, count: usize, seed: u
         }
     }
     if out.is_empty() {
-        bail!("could not draw any random opening of {plies} plies");
+        return Err(OpeningsError::NoRandomOpening { plies });
     }
     Ok(out)
 }

@@ -10,6 +10,8 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
 
+pub use crate::error::PlayerError;
+
 /// Game clock state sent to engines that manage their own time (`go wtime … btime …`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockState {
@@ -48,38 +50,6 @@ impl MoveLimits {
     }
 }
 
-/// Why a player failed to produce a move. In a match, any of these loses the game for
-/// that player (the match goes on).
-#[derive(Debug, thiserror::Error)]
-pub enum PlayerError {
-    /// The engine process exited or closed its output.
-    #[error("engine crashed or exited: {0}")]
-    Crashed(String),
-    /// No move within the per-move timeout.
-    #[error("no move within {0:?}")]
-    Timeout(Duration),
-    /// The move text could not be parsed as a PTN move.
-    #[error("unparsable move {text:?}: {reason}")]
-    Unparsable {
-        /// What the engine sent.
-        text: String,
-        /// Why it was rejected.
-        reason: String,
-    },
-    /// The move is not legal in the position (set by the game loop, which checks every move).
-    #[error("illegal move {0}")]
-    Illegal(String),
-    /// The engine sent something the protocol does not allow.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    /// The player ran out of time on the game clock.
-    #[error("lost on time")]
-    OutOfTime,
-    /// Anything else (I/O errors, a failing evaluator, ...).
-    #[error("{0}")]
-    Other(String),
-}
-
 /// Someone who plays games: a baseline, an MCTS search, an external engine.
 ///
 /// The match runner calls [`Player::new_game`] before every game, then
@@ -91,7 +61,7 @@ pub trait Player: Send {
 
     /// Prepares for a new game with these options (size, komi, reserves). An error here
     /// forfeits the game that was about to start.
-    fn new_game(&mut self, opts: GameOptions) -> anyhow::Result<()>;
+    fn new_game(&mut self, opts: GameOptions) -> Result<(), PlayerError>;
 
     /// The move to play in `pos`, which was reached by playing `history` from the empty
     /// board of the game's options. The move need not be checked: the game loop checks it
@@ -123,7 +93,7 @@ impl Player for RandomPlayer {
         self.name.clone()
     }
 
-    fn new_game(&mut self, _opts: GameOptions) -> anyhow::Result<()> {
+    fn new_game(&mut self, _opts: GameOptions) -> Result<(), PlayerError> {
         Ok(())
     }
 
@@ -194,7 +164,7 @@ impl Player for MctsPlayer {
         self.name.clone()
     }
 
-    fn new_game(&mut self, _opts: GameOptions) -> anyhow::Result<()> {
+    fn new_game(&mut self, _opts: GameOptions) -> Result<(), PlayerError> {
         Ok(())
     }
 

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use anyhow::anyhow;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use crate::error::PlotError;
 
 /// One rating measurement: a checkpoint's Elo at some point of training (a step count or
 /// minutes of training, as the chart's x axis says), with its 95% interval.
@@ -41,16 +42,16 @@ const COLORS: [RGBColor; 6] = [
 /// Draws Elo against the points' x (described by `x_desc`, e.g. "training step") with
 /// vertical error bars (one line per label) and writes it as SVG to `path` (atomically).
 /// Non-finite values are skipped; an empty input gives an error.
-pub fn plot_elo(points: &[EloPoint], x_desc: &str, path: &Path) -> anyhow::Result<()> {
+pub fn plot_elo(points: &[EloPoint], x_desc: &str, path: &Path) -> Result<(), PlotError> {
     let svg = render_elo_svg(points, x_desc)?;
-    Ok(bredon_storage::fsutil::atomic_write(path, svg.as_bytes())?)
+    Ok(crate::results::write_atomic(path, svg.as_bytes())?)
 }
 
 /// [`plot_elo`] into a string.
-pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> anyhow::Result<String> {
+pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> Result<String, PlotError> {
     let pts: Vec<&EloPoint> = points.iter().filter(|p| p.x.is_finite() && p.elo.is_finite()).collect();
     if pts.is_empty() {
-        return Err(anyhow!("no points to plot"));
+        return Err(PlotError::NoPoints);
     }
     let fin = |v: f64, d: f64| if v.is_finite() { v } else { d };
     let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -112,7 +113,7 @@ pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> anyhow::Result<Strin
             root.present()?;
             Ok(())
         };
-        draw().map_err(|e| anyhow!("drawing the Elo chart: {e}"))?;
+        draw().map_err(|e| PlotError::Draw(e.to_string()))?;
     }
     Ok(svg)
 }
@@ -121,12 +122,15 @@ pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> anyhow::Result<Strin
 /// it, or `scripts/join-curves.py`'s output: a header naming the columns, among them
 /// `elo`, `lo95`, `hi95` and `x_column`) into points of the series `label`. A `part`
 /// column splits the table into the series "`label` part N". Errors name the line.
-pub fn parse_elo_curve(text: &str, label: &str, x_column: &str) -> anyhow::Result<Vec<EloPoint>> {
+pub fn parse_elo_curve(text: &str, label: &str, x_column: &str) -> Result<Vec<EloPoint>, PlotError> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| anyhow!("empty table: no header line"))?;
+    let (_, header) = lines.next().ok_or(PlotError::EmptyTable)?;
     let columns: Vec<&str> = header.split(',').map(str::trim).collect();
     let find = |name: &str| {
-        columns.iter().position(|c| *c == name).ok_or_else(|| anyhow!("line 1: no `{name}` column (columns: {header})"))
+        columns
+            .iter()
+            .position(|c| *c == name)
+            .ok_or_else(|| PlotError::MissingColumn { column: name.to_string(), header: header.to_string() })
     };
     let (x, elo, lo, hi) = (find(x_column)?, find("elo")?, find("lo95")?, find("hi95")?);
     let part = columns.iter().position(|c| *c == "part");
@@ -134,12 +138,14 @@ pub fn parse_elo_curve(text: &str, label: &str, x_column: &str) -> anyhow::Resul
     for (i, line) in lines {
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         if fields.len() != columns.len() {
-            return Err(anyhow!("line {}: {} fields, the header has {}", i + 1, fields.len(), columns.len()));
+            return Err(PlotError::FieldCount { line: i + 1, found: fields.len(), expected: columns.len() });
         }
         let number = |k: usize| {
-            fields[k]
-                .parse::<f64>()
-                .map_err(|_| anyhow!("line {}: `{}` is not a number ({})", i + 1, fields[k], columns[k]))
+            fields[k].parse::<f64>().map_err(|_| PlotError::NotANumber {
+                line: i + 1,
+                value: fields[k].to_string(),
+                column: columns[k].to_string(),
+            })
         };
         let label = match part {
             Some(k) => format!("{label} part {}", fields[k]),
@@ -168,7 +174,13 @@ mod tests {
         assert_eq!(labels, ["j part 1", "j part 2"]);
         let err = parse_elo_curve("name,minutes,elo,lo95,hi95\na,1,2,3,4\nb,x,2,3,4\n", "c", "minutes").unwrap_err();
         assert!(err.to_string().contains("line 3") && err.to_string().contains("`x`"), "{err}");
+        assert!(matches!(
+            parse_elo_curve("name,minutes,elo,lo95,hi95\na,1,2,3,4\nb,x,2,3,4\n", "c", "minutes"),
+            Err(PlotError::NotANumber { line: 3, value, column }) if value == "x" && column == "minutes"
+        ));
+        assert!(matches!(parse_elo_curve("", "c", "minutes"), Err(PlotError::EmptyTable)));
         let err = parse_elo_curve("name,elo,lo95,hi95\n", "c", "minutes").unwrap_err();
+        assert!(matches!(&err, PlotError::MissingColumn { column, .. } if column == "minutes"));
         assert!(err.to_string().contains("`minutes`"), "{err}");
         assert!(
             parse_elo_curve("a,minutes,elo,lo95,hi95\nb,1,2\n", "c", "minutes")

@@ -16,11 +16,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use anyhow::Context;
 use bredon_rules::notation::Ptn;
 use bredon_rules::{GameOptions, Move, Position};
 use serde::{Deserialize, Serialize};
 
+use crate::error::ResultsError;
 use crate::game::{GameOutcome, Termination};
 
 /// One finished game, as stored in the results file.
@@ -63,13 +63,19 @@ impl GameRecord {
     }
 }
 
+/// Writes `contents` to `path` atomically, through `bredon_storage::fsutil::atomic_write`
+/// (temp file in the same directory, fsync, rename, directory sync).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
+    Ok(bredon_storage::fsutil::atomic_write(path, contents)?)
+}
+
 /// Appends one record to a JSONL results file (see the [module docs](self)): repairs a
 /// torn last line first, writes the line in one call and syncs.
-pub fn append_record(path: &Path, record: &GameRecord) -> anyhow::Result<()> {
+pub fn append_record(path: &Path, record: &GameRecord) -> Result<(), ResultsError> {
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| ResultsError::CreateDir { path: dir.to_path_buf(), source })?;
     }
-    let mut line = serde_json::to_string(record)?;
+    let mut line = serde_json::to_string(record).map_err(ResultsError::Encode)?;
     line.push('\n');
     let r = (|| {
         let mut f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
@@ -84,7 +90,7 @@ pub fn append_record(path: &Path, record: &GameRecord) -> anyhow::Result<()> {
         f.write_all(line.as_bytes())?;
         f.sync_data()
     })();
-    r.with_context(|| format!("appending to {}", path.display()))
+    r.map_err(|source| ResultsError::Append { path: path.to_path_buf(), source })
 }
 
 /// Length of the file up to and including its last newline.
@@ -107,11 +113,11 @@ fn complete_prefix_len(f: &mut File, len: u64) -> std::io::Result<u64> {
 /// Reads every complete record of a results file (a missing file has none). A torn last
 /// line (no newline) is ignored; a complete line that is not a valid record is an error
 /// naming the line.
-pub fn load_records(path: &Path) -> anyhow::Result<Vec<GameRecord>> {
+pub fn load_records(path: &Path) -> Result<Vec<GameRecord>, ResultsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(source) => return Err(ResultsError::Read { path: path.to_path_buf(), source }),
     };
     let complete = match text.rfind('\n') {
         Some(i) => &text[..=i],
@@ -122,8 +128,11 @@ pub fn load_records(path: &Path) -> anyhow::Result<Vec<GameRecord>> {
         if line.trim().is_empty() {
             continue;
         }
-        let rec: GameRecord =
-            serde_json::from_str(line).with_context(|| format!("{}:{}: bad result record", path.display(), i + 1))?;
+        let rec: GameRecord = serde_json::from_str(line).map_err(|source| ResultsError::BadRecord {
+            path: path.to_path_buf(),
+            line: i + 1,
+            source,
+        })?;
         out.push(rec);
     }
     Ok(out)
@@ -159,7 +168,7 @@ pub fn game_ptn(
     opening: &[Move],
     outcome: &GameOutcome,
     unix_secs: u64,
-) -> anyhow::Result<String> {
+) -> Result<String, ResultsError> {
     let start = Position::with_options(options)?;
     let mut ptn = Ptn::new(&start);
     ptn.tags.clear();

@@ -21,10 +21,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::player::{MctsPlayer, MoveLimits, Player, RandomPlayer};
+use crate::error::SpecError;
+use crate::player::{MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
 use crate::tei::{TeiConfig, TeiPlayer, split_command_line};
 
 /// A player description.
@@ -100,7 +100,7 @@ pub enum PlayerSpec {
 }
 
 /// Makes fresh instances of one player (each match worker calls it for its own).
-pub type PlayerFactory = Arc<dyn Fn() -> anyhow::Result<Box<dyn Player>> + Send + Sync>;
+pub type PlayerFactory = Arc<dyn Fn() -> Result<Box<dyn Player>, PlayerError> + Send + Sync>;
 
 /// A player entered in a match: its name, its per-move limits and a factory.
 #[derive(Clone)]
@@ -124,7 +124,7 @@ impl Entrant {
     pub fn new(
         name: impl Into<String>,
         limits: MoveLimits,
-        factory: impl Fn() -> anyhow::Result<Box<dyn Player>> + Send + Sync + 'static,
+        factory: impl Fn() -> Result<Box<dyn Player>, PlayerError> + Send + Sync + 'static,
     ) -> Entrant {
         Entrant { name: name.into(), limits, factory: Arc::new(factory) }
     }
@@ -161,47 +161,57 @@ impl SearchSettings {
     }
 
     /// Takes the string setting `k=v` if it is one of these (`Ok(false)`: not one).
-    fn parse(&mut self, k: &str, v: &str) -> anyhow::Result<bool> {
+    fn parse(&mut self, spec: &str, k: &str, v: &str) -> Result<bool, SpecError> {
         match k {
-            "tactics" => self.tactics = Some(parse_switch(k, v)?),
-            "search" => self.search = Some(parse_algorithm(k, v)?),
-            "time" => self.time = Some(parse_time(k, v)?),
-            "search_threads" => self.search_threads = Some(parse_u64(k, v)?.clamp(1, 256) as usize),
+            "tactics" => self.tactics = Some(parse_switch(spec, k, v)?),
+            "search" => self.search = Some(parse_algorithm(spec, k, v)?),
+            "time" => self.time = Some(parse_time(spec, k, v)?),
+            "search_threads" => self.search_threads = Some(parse_u64(spec, k, v)?.clamp(1, 256) as usize),
             _ => return Ok(false),
         }
         Ok(true)
     }
 }
 
+/// The error for setting `key=value` of player `spec`, which takes `expected`.
+fn bad_setting(spec: &str, key: &str, value: &str, expected: &'static str) -> SpecError {
+    SpecError::BadSetting { spec: spec.to_string(), key: key.to_string(), value: value.to_string(), expected }
+}
+
 /// A `fixed`/`reserves` setting.
-fn parse_time(k: &str, v: &str) -> anyhow::Result<bredon_mcts::TimeManagement> {
+fn parse_time(spec: &str, k: &str, v: &str) -> Result<bredon_mcts::TimeManagement, SpecError> {
     match v.to_ascii_lowercase().as_str() {
         "fixed" => Ok(bredon_mcts::TimeManagement::Fixed),
         "reserves" => Ok(bredon_mcts::TimeManagement::Reserves),
-        _ => bail!("setting {k}={v:?}: expected fixed or reserves"),
+        _ => Err(bad_setting(spec, k, v, "fixed or reserves")),
     }
 }
 
 /// A `puct`/`gumbel` setting.
-fn parse_algorithm(k: &str, v: &str) -> anyhow::Result<bredon_mcts::Algorithm> {
+fn parse_algorithm(spec: &str, k: &str, v: &str) -> Result<bredon_mcts::Algorithm, SpecError> {
     match v.to_ascii_lowercase().as_str() {
         "puct" => Ok(bredon_mcts::Algorithm::Puct),
         "gumbel" => Ok(bredon_mcts::Algorithm::Gumbel),
-        _ => bail!("setting {k}={v:?}: expected puct or gumbel"),
+        _ => Err(bad_setting(spec, k, v, "puct or gumbel")),
     }
 }
 
 /// An `on`/`off` setting.
-fn parse_switch(key: &str, v: &str) -> anyhow::Result<bool> {
+fn parse_switch(spec: &str, key: &str, v: &str) -> Result<bool, SpecError> {
     match v {
         "on" | "true" | "yes" => Ok(true),
         "off" | "false" | "no" => Ok(false),
-        _ => bail!("setting {key}={v:?}: expected on or off"),
+        _ => Err(bad_setting(spec, key, v, "on or off")),
     }
 }
 
-fn parse_u64(key: &str, v: &str) -> anyhow::Result<u64> {
-    v.trim().parse().map_err(|_| anyhow!("setting {key}={v:?}: expected a non-negative integer"))
+fn parse_u64(spec: &str, key: &str, v: &str) -> Result<u64, SpecError> {
+    v.trim().parse().map_err(|_| bad_setting(spec, key, v, "a non-negative integer"))
+}
+
+/// `VISITS` of `uniform:VISITS`, `rollout:VISITS` or `checkpoint:…;visits=VISITS`.
+fn parse_visits(spec: &str, v: &str) -> Result<u32, SpecError> {
+    v.parse().map_err(|_| SpecError::BadVisits { spec: spec.to_string(), visits: v.to_string() })
 }
 
 impl PlayerSpec {
@@ -220,7 +230,7 @@ impl PlayerSpec {
 
     /// Turns the spec into an [`Entrant`]. `default_limits` applies to players that do not
     /// set their own; `seed` seeds players that have no seed of their own.
-    pub fn entrant(&self, default_limits: MoveLimits, seed: u64) -> anyhow::Result<Entrant> {
+    pub fn entrant(&self, default_limits: MoveLimits, seed: u64) -> Result<Entrant, SpecError> {
         let name = self.name();
         match self.clone() {
             PlayerSpec::Random { seed: s, .. } => {
@@ -232,7 +242,10 @@ impl PlayerSpec {
             }
             PlayerSpec::Uniform { visits, seed: s, settings, .. } => {
                 if visits == 0 {
-                    bail!("uniform player needs at least 1 visit");
+                    return Err(SpecError::Invalid {
+                        player: name,
+                        problem: "a uniform player needs at least 1 visit",
+                    });
                 }
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
@@ -245,7 +258,10 @@ impl PlayerSpec {
             }
             PlayerSpec::Rollout { visits, rollouts, seed: s, settings, .. } => {
                 if visits == 0 || rollouts == Some(0) {
-                    bail!("rollout player needs at least 1 visit and 1 rollout");
+                    return Err(SpecError::Invalid {
+                        player: name,
+                        problem: "a rollout player needs at least 1 visit and 1 rollout",
+                    });
                 }
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
@@ -265,7 +281,7 @@ impl PlayerSpec {
             }
             PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
                 if config.program.trim().is_empty() {
-                    bail!("tei player: no program given");
+                    return Err(SpecError::Invalid { player: name, problem: "a tei player needs a program" });
                 }
                 config.name = Some(name.clone());
                 let limits = match (nodes, movetime_ms) {
@@ -277,8 +293,9 @@ impl PlayerSpec {
             }
             PlayerSpec::Checkpoint { path, visits, settings, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
-                let (model, meta) =
-                    bredon_nn::load_exported(&path).with_context(|| format!("checkpoint player {}", path.display()))?;
+                // TRANSITIONAL: `load_exported` still returns `anyhow::Error` (see `NnError`).
+                let (model, meta) = bredon_nn::load_exported(&path)
+                    .map_err(|e| SpecError::Checkpoint { path: path.clone(), source: e.into() })?;
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
                 let limits = match visits {
@@ -297,10 +314,10 @@ impl PlayerSpec {
 }
 
 impl FromStr for PlayerSpec {
-    type Err = anyhow::Error;
+    type Err = SpecError;
 
     /// Parses the string forms in the [module docs](self).
-    fn from_str(s: &str) -> anyhow::Result<PlayerSpec> {
+    fn from_str(s: &str) -> Result<PlayerSpec, SpecError> {
         let s = s.trim();
         let mut parts = s.split(';');
         let head = parts.next().unwrap_or("").trim();
@@ -310,24 +327,27 @@ impl FromStr for PlayerSpec {
             if part.is_empty() {
                 continue;
             }
-            let (k, v) =
-                part.split_once('=').ok_or_else(|| anyhow!("player {s:?}: setting {part:?} is not key=value"))?;
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| SpecError::NotKeyValue { spec: s.to_string(), part: part.to_string() })?;
             settings.push((k.trim().to_string(), v.trim().to_string()));
         }
         let (kind, arg) = match head.split_once(':') {
             Some((k, a)) => (k.trim().to_ascii_lowercase(), Some(a.trim())),
             None => (head.to_ascii_lowercase(), None),
         };
-        let unknown = |k: &str| anyhow!("player {s:?}: unknown setting {k:?} for a {kind} player");
+        let unknown =
+            |k: &str| SpecError::UnknownSetting { spec: s.to_string(), kind: kind.clone(), key: k.to_string() };
+        let missing = |expected| SpecError::MissingArgument { spec: s.to_string(), expected };
         let spec = match kind.as_str() {
             "random" => {
                 if arg.is_some_and(|a| !a.is_empty()) {
-                    bail!("player {s:?}: `random` takes no argument (use random;seed=N)");
+                    return Err(SpecError::RandomTakesNoArgument { spec: s.to_string() });
                 }
                 let (mut seed, mut name) = (None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
-                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "seed" => seed = Some(parse_u64(s, k, v)?),
                         "name" => name = Some(v.clone()),
                         _ => return Err(unknown(k)),
                     }
@@ -335,103 +355,87 @@ impl FromStr for PlayerSpec {
                 PlayerSpec::Random { seed, name }
             }
             "uniform" => {
-                let a =
-                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected uniform:VISITS"))?;
-                let visits: u32 =
-                    a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("uniform:VISITS"))?;
+                let visits = parse_visits(s, a)?;
                 if visits == 0 {
-                    bail!("player {s:?}: visits must be at least 1");
+                    return Err(SpecError::ZeroVisits { spec: s.to_string() });
                 }
                 let (mut seed, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
-                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "seed" => seed = Some(parse_u64(s, k, v)?),
                         "name" => name = Some(v.clone()),
-                        _ if search_settings.parse(k, v)? => {}
+                        _ if search_settings.parse(s, k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
                 PlayerSpec::Uniform { visits, seed, name, settings: search_settings }
             }
             "rollout" => {
-                let a =
-                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected rollout:VISITS"))?;
-                let visits: u32 =
-                    a.parse().map_err(|_| anyhow!("player {s:?}: visits {a:?} is not a positive integer"))?;
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("rollout:VISITS"))?;
+                let visits = parse_visits(s, a)?;
                 if visits == 0 {
-                    bail!("player {s:?}: visits must be at least 1");
+                    return Err(SpecError::ZeroVisits { spec: s.to_string() });
                 }
                 let (mut seed, mut name, mut rollouts, mut search_settings) =
                     (None, None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
-                        "seed" => seed = Some(parse_u64(k, v)?),
+                        "seed" => seed = Some(parse_u64(s, k, v)?),
                         "name" => name = Some(v.clone()),
-                        "rollouts" => rollouts = Some(parse_u64(k, v)?.clamp(1, 1000) as u32),
-                        _ if search_settings.parse(k, v)? => {}
+                        "rollouts" => rollouts = Some(parse_u64(s, k, v)?.clamp(1, 1000) as u32),
+                        _ if search_settings.parse(s, k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
                 PlayerSpec::Rollout { visits, rollouts, seed, name, settings: search_settings }
             }
             "tei" => {
-                let a = arg
-                    .filter(|a| !a.is_empty())
-                    .ok_or_else(|| anyhow!("player {s:?}: expected tei:PROGRAM [ARGS…]"))?;
-                let words = split_command_line(a).with_context(|| format!("player {s:?}"))?;
-                let (program, args) = words.split_first().ok_or_else(|| anyhow!("player {s:?}: no program"))?;
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("tei:PROGRAM [ARGS…]"))?;
+                let words =
+                    split_command_line(a).map_err(|source| SpecError::CommandLine { spec: s.to_string(), source })?;
+                let (program, args) =
+                    words.split_first().ok_or_else(|| SpecError::NoProgram { spec: s.to_string() })?;
                 let mut config = TeiConfig::new(program.clone(), args.iter().cloned());
                 let (mut nodes, mut movetime_ms) = (None, None);
                 for (k, v) in &settings {
                     if let Some(opt) = k.strip_prefix("option.") {
                         if opt.is_empty() {
-                            bail!("player {s:?}: empty option name in {k:?}");
+                            return Err(SpecError::EmptyOptionName { spec: s.to_string(), key: k.clone() });
                         }
                         config.options.push((opt.to_string(), v.clone()));
                         continue;
                     }
                     match k.as_str() {
                         "name" => config.name = Some(v.clone()),
-                        "nodes" => nodes = Some(parse_u64(k, v)?),
-                        "movetime" => movetime_ms = Some(parse_u64(k, v)?),
-                        "timeout" => config.move_timeout_ms = parse_u64(k, v)?,
-                        "init_timeout" => config.init_timeout_ms = parse_u64(k, v)?,
-                        "halfkomi" => match v.as_str() {
-                            "off" | "false" | "no" => config.send_half_komi = false,
-                            "on" | "true" | "yes" => config.send_half_komi = true,
-                            _ => bail!("player {s:?}: halfkomi must be on or off"),
-                        },
+                        "nodes" => nodes = Some(parse_u64(s, k, v)?),
+                        "movetime" => movetime_ms = Some(parse_u64(s, k, v)?),
+                        "timeout" => config.move_timeout_ms = parse_u64(s, k, v)?,
+                        "init_timeout" => config.init_timeout_ms = parse_u64(s, k, v)?,
+                        "halfkomi" => config.send_half_komi = parse_switch(s, k, v)?,
                         _ => return Err(unknown(k)),
                     }
                 }
                 PlayerSpec::Tei { config, nodes, movetime_ms }
             }
             "checkpoint" => {
-                let a =
-                    arg.filter(|a| !a.is_empty()).ok_or_else(|| anyhow!("player {s:?}: expected checkpoint:PATH"))?;
+                let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("checkpoint:PATH"))?;
                 let (mut visits, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
                     match k.as_str() {
-                        "visits" => {
-                            visits = Some(
-                                v.parse()
-                                    .map_err(|_| anyhow!("player {s:?}: visits {v:?} is not a positive integer"))?,
-                            )
-                        }
+                        "visits" => visits = Some(parse_visits(s, v)?),
                         "name" => name = Some(v.clone()),
-                        _ if search_settings.parse(k, v)? => {}
+                        _ if search_settings.parse(s, k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
                 PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, settings: search_settings }
             }
-            "" => bail!("empty player description"),
-            other => bail!(
-                "player {s:?}: unknown kind {other:?} (expected random, uniform:VISITS, tei:COMMAND or checkpoint:PATH)"
-            ),
+            "" => return Err(SpecError::Empty),
+            other => return Err(SpecError::UnknownKind { spec: s.to_string(), kind: other.to_string() }),
         };
         if spec.name().is_empty() {
-            bail!("player {s:?}: empty name");
+            return Err(SpecError::EmptyName { spec: s.to_string() });
         }
         Ok(spec)
     }
@@ -557,6 +561,47 @@ mod tests {
     fn missing_checkpoint_is_a_clear_error() {
         let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
         let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
-        assert!(format!("{e:#}").contains("no-such-model.bredon"), "{e:#}");
+        assert!(matches!(&e, SpecError::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")), "{e:?}");
+        let chain = crate::error::chain(&e);
+        assert!(chain.starts_with("checkpoint player no-such-model.bredon: "), "{chain}");
+    }
+
+    /// Each bad spec gives its own variant, naming the bad part.
+    #[test]
+    fn bad_specs_name_the_bad_part() {
+        let err = |s: &str| s.parse::<PlayerSpec>().unwrap_err();
+        assert!(matches!(err("   "), SpecError::Empty));
+        assert!(matches!(err("rollout:abc"), SpecError::BadVisits { visits, .. } if visits == "abc"));
+        assert!(matches!(err("uniform:0"), SpecError::ZeroVisits { spec } if spec == "uniform:0"));
+        assert!(matches!(err("uniform"), SpecError::MissingArgument { expected: "uniform:VISITS", .. }));
+        assert!(matches!(err("alphazero:1"), SpecError::UnknownKind { kind, .. } if kind == "alphazero"));
+        assert!(matches!(err("random:5"), SpecError::RandomTakesNoArgument { .. }));
+        assert!(matches!(err("random;seed"), SpecError::NotKeyValue { part, .. } if part == "seed"));
+        assert!(matches!(
+            err("rollout:5;depth=3"),
+            SpecError::UnknownSetting { kind, key, .. } if kind == "rollout" && key == "depth"
+        ));
+        let e = err("uniform:30;search=alphabeta");
+        assert!(matches!(
+            &e,
+            SpecError::BadSetting { key, value, expected: "puct or gumbel", .. } if key == "search" && value == "alphabeta"
+        ));
+        assert_eq!(
+            e.to_string(),
+            r#"player "uniform:30;search=alphabeta": setting search="alphabeta": expected puct or gumbel"#
+        );
+        assert!(matches!(err("tei:eng;halfkomi=maybe"), SpecError::BadSetting { expected: "on or off", .. }));
+        assert!(matches!(err("tei:eng;nodes=many"), SpecError::BadSetting { expected: "a non-negative integer", .. }));
+        assert!(matches!(err("tei:eng;option.=1"), SpecError::EmptyOptionName { key, .. } if key == "option."));
+        assert!(matches!(
+            err("tei:\"unterminated"),
+            SpecError::CommandLine { source: crate::TeiClientError::UnterminatedQuote { .. }, .. }
+        ));
+        assert!(matches!(err("random;name="), SpecError::EmptyName { .. }));
+        let uniform0 = PlayerSpec::Uniform { visits: 0, seed: None, name: None, settings: SearchSettings::default() };
+        assert!(matches!(
+            uniform0.entrant(MoveLimits::nodes(1), 0),
+            Err(SpecError::Invalid { player, .. }) if player == "uniform-0"
+        ));
     }
 }

@@ -25,6 +25,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::SprtError;
+
 /// Where a test stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,12 +84,12 @@ pub struct Sprt {
 
 impl Sprt {
     /// A new test. `elo0 < elo1`, `0 < alpha, beta < 1`.
-    pub fn new(elo0: f64, elo1: f64, alpha: f64, beta: f64, model: SprtModel) -> anyhow::Result<Sprt> {
+    pub fn new(elo0: f64, elo1: f64, alpha: f64, beta: f64, model: SprtModel) -> Result<Sprt, SprtError> {
         if elo0.partial_cmp(&elo1) != Some(std::cmp::Ordering::Less) {
-            anyhow::bail!("SPRT needs elo0 < elo1 (got {elo0} and {elo1})");
+            return Err(SprtError::Hypotheses { elo0, elo1 });
         }
         if !(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0) {
-            anyhow::bail!("SPRT alpha and beta must be in (0, 1) (got {alpha} and {beta})");
+            return Err(SprtError::ErrorRates { alpha, beta });
         }
         Ok(Sprt { elo0, elo1, alpha, beta, model, games: [0; 3], pairs: [0; 5], pending: None })
     }
@@ -256,7 +258,7 @@ pub enum Gate {
 
 impl Gate {
     /// Starts a gate.
-    pub fn new(config: &GateConfig) -> anyhow::Result<Gate> {
+    pub fn new(config: &GateConfig) -> Result<Gate, SprtError> {
         Ok(match *config {
             GateConfig::Sprt { elo0, elo1, alpha, beta, model } => {
                 Gate::Sprt(Sprt::new(elo0, elo1, alpha, beta, model)?)

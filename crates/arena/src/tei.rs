@@ -20,6 +20,9 @@
 //! every wait has a timeout. If the engine exits, stalls past the timeout, or sends a line
 //! that breaks the protocol, the call fails with a [`PlayerError`] (the game loop turns it
 //! into a loss) and the process is killed; the next [`Player::new_game`] starts a fresh one.
+//! An engine that cannot be started, handshaken or readied for a game is a
+//! [`TeiClientError`] naming the engine, what the client was doing ([`TeiStage`]) and, for
+//! a timeout, the last line the engine sent.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -27,12 +30,12 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
 use bredon_rules::notation::parse_move;
 use bredon_rules::{GameOptions, Move, Position};
 use bredon_tei::{GoParams, Response, StartPosition, TeiCommand, parse_response};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{TeiClientError, TeiStage};
 use crate::player::{MoveLimits, Player, PlayerError};
 
 /// How to run and talk to an external TEI engine.
@@ -95,13 +98,32 @@ struct Engine {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<Vec<String>>>,
+    /// The last line read from the engine's stdout.
+    last_line: Option<String>,
 }
 
 impl Engine {
     fn send(&mut self, cmd: &TeiCommand) -> Result<(), PlayerError> {
-        writeln!(self.stdin, "{cmd}")
-            .and_then(|_| self.stdin.flush())
-            .map_err(|e| PlayerError::Crashed(format!("cannot write to engine: {e}{}", self.tail())))
+        let r = writeln!(self.stdin, "{cmd}").and_then(|_| self.stdin.flush());
+        r.map_err(|e| {
+            let status = self.exit_status();
+            PlayerError::Crashed(format!("cannot write to engine: {e}{status}{}", self.tail()))
+        })
+    }
+
+    /// ` (exit status: …)` if the process exits within 200 ms (after a failed write it
+    /// usually has exited or is about to), else nothing; then its stderr has been read.
+    fn exit_status(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                // Let the stderr thread read what the engine wrote last.
+                std::thread::sleep(Duration::from_millis(20));
+                return format!(" ({status})");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        String::new()
     }
 
     fn tail(&self) -> String {
@@ -113,7 +135,10 @@ impl Engine {
     fn next_line(&mut self, deadline: Instant, timeout: Duration) -> Result<String, PlayerError> {
         let left = deadline.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(left) {
-            Ok(line) => Ok(line),
+            Ok(line) => {
+                self.last_line = Some(line.clone());
+                Ok(line)
+            }
             Err(RecvTimeoutError::Timeout) => Err(PlayerError::Timeout(timeout)),
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
@@ -130,6 +155,19 @@ impl Engine {
             if bredon_tei::keyword(&line) == Some(word) {
                 return Ok(line);
             }
+        }
+    }
+
+    /// A failure at `stage` (waiting for `waiting_for`) as a [`TeiClientError`].
+    fn stage_error(&self, engine: &str, stage: TeiStage, waiting_for: &'static str, e: PlayerError) -> TeiClientError {
+        let engine = engine.to_string();
+        match e {
+            PlayerError::Crashed(detail) => TeiClientError::Died { engine, stage, detail },
+            PlayerError::Timeout(waited) => {
+                TeiClientError::TimedOut { engine, stage, waiting_for, waited, last_line: self.last_line.clone() }
+            }
+            PlayerError::Protocol(message) => TeiClientError::Protocol { engine, stage, message },
+            other => TeiClientError::Failed { engine, stage, source: Box::new(other) },
         }
     }
 
@@ -161,9 +199,9 @@ pub struct TeiPlayer {
 impl TeiPlayer {
     /// Starts the engine and performs the `tei`/`teiok` handshake and the configured
     /// `setoption`s, so that a wrong path or a non-TEI program is reported at once.
-    pub fn new(config: TeiConfig) -> anyhow::Result<TeiPlayer> {
+    pub fn new(config: TeiConfig) -> Result<TeiPlayer, TeiClientError> {
         if config.program.trim().is_empty() {
-            bail!("TEI engine: no program given");
+            return Err(TeiClientError::NoProgram);
         }
         let mut player = TeiPlayer { config, engine: None, size: 0 };
         player.start()?;
@@ -175,7 +213,7 @@ impl TeiPlayer {
         &self.config
     }
 
-    fn start(&mut self) -> anyhow::Result<()> {
+    fn start(&mut self) -> Result<(), TeiClientError> {
         if let Some(old) = self.engine.take() {
             old.kill();
         }
@@ -186,10 +224,11 @@ impl TeiPlayer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("cannot start TEI engine {:?}", cfg.program))?;
-        let stdin = child.stdin.take().context("engine stdin")?;
-        let stdout = child.stdout.take().context("engine stdout")?;
-        let stderr = child.stderr.take().context("engine stderr")?;
+            .map_err(|source| TeiClientError::Start { program: cfg.program.clone(), source })?;
+        let setup = |what: &'static str, source| TeiClientError::Setup { program: cfg.program.clone(), what, source };
+        let stdin = child.stdin.take().ok_or_else(|| setup("its stdin", None))?;
+        let stdout = child.stdout.take().ok_or_else(|| setup("its stdout", None))?;
+        let stderr = child.stderr.take().ok_or_else(|| setup("its stderr", None))?;
         let (tx, rx) = channel();
         std::thread::Builder::new()
             .name("tei-stdout".into())
@@ -205,7 +244,7 @@ impl TeiPlayer {
                     }
                 }
             })
-            .context("spawning the engine reader thread")?;
+            .map_err(|e| setup("the stdout reader thread", Some(e)))?;
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let tail = Arc::clone(&stderr_tail);
         std::thread::Builder::new()
@@ -221,8 +260,8 @@ impl TeiPlayer {
                     }
                 }
             })
-            .context("spawning the engine stderr thread")?;
-        let mut engine = Engine { child, stdin, lines: rx, stderr_tail };
+            .map_err(|e| setup("the stderr reader thread", Some(e)))?;
+        let mut engine = Engine { child, stdin, lines: rx, stderr_tail, last_line: None };
         let init = Duration::from_millis(cfg.init_timeout_ms);
         let handshake = (|| {
             engine.send(&TeiCommand::Tei)?;
@@ -233,8 +272,9 @@ impl TeiPlayer {
             Ok::<(), PlayerError>(())
         })();
         if let Err(e) = handshake {
+            let e = engine.stage_error(&cfg.program, TeiStage::Handshake, "teiok", e);
             engine.kill();
-            bail!("TEI engine {:?}: handshake failed: {e}", cfg.program);
+            return Err(e);
         }
         self.engine = Some(engine);
         Ok(())
@@ -299,7 +339,7 @@ impl Player for TeiPlayer {
         self.config.display_name()
     }
 
-    fn new_game(&mut self, opts: GameOptions) -> anyhow::Result<()> {
+    fn new_game(&mut self, opts: GameOptions) -> Result<(), PlayerError> {
         let alive = match self.engine.as_mut() {
             Some(e) => matches!(e.child.try_wait(), Ok(None)),
             None => false,
@@ -311,7 +351,9 @@ impl Player for TeiPlayer {
         let explicit_komi = self.config.options.iter().any(|(k, _)| k.eq_ignore_ascii_case("HalfKomi"));
         let send_komi = self.config.send_half_komi && !explicit_komi;
         let init = Duration::from_millis(self.config.init_timeout_ms);
-        let engine = self.engine.as_mut().context("engine not running")?;
+        let Some(engine) = self.engine.as_mut() else {
+            return Err(TeiClientError::NotRunning { engine: self.config.display_name() }.into());
+        };
         let r = (|| {
             if send_komi {
                 engine.send(&TeiCommand::SetOption {
@@ -325,8 +367,11 @@ impl Player for TeiPlayer {
             Ok::<(), PlayerError>(())
         })();
         if let Err(e) = r {
-            let e = self.fail(e);
-            bail!("TEI engine {}: new game failed: {e}", self.config.display_name());
+            let e = engine.stage_error(&self.config.display_name(), TeiStage::NewGame, "readyok", e);
+            if let Some(engine) = self.engine.take() {
+                engine.kill();
+            }
+            return Err(e.into());
         }
         Ok(())
     }
@@ -353,7 +398,7 @@ impl Player for TeiPlayer {
 
 /// Splits a command line into words: whitespace separates, double quotes group (with `\"`
 /// and `\\` escapes inside them). An unterminated quote is an error.
-pub fn split_command_line(s: &str) -> anyhow::Result<Vec<String>> {
+pub fn split_command_line(s: &str) -> Result<Vec<String>, TeiClientError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -367,10 +412,10 @@ pub fn split_command_line(s: &str) -> anyhow::Result<Vec<String>> {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
                             Some(e) => cur.push(e),
-                            None => bail!("unterminated quote in command line {s:?}"),
+                            None => return Err(TeiClientError::UnterminatedQuote { line: s.to_string() }),
                         },
                         Some(o) => cur.push(o),
-                        None => bail!("unterminated quote in command line {s:?}"),
+                        None => return Err(TeiClientError::UnterminatedQuote { line: s.to_string() }),
                     }
                 }
             }

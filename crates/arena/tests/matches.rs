@@ -5,8 +5,8 @@ use std::path::Path;
 
 use bredon_arena::results::append_record;
 use bredon_arena::{
-    Adjudication, GameRecord, MatchConfig, OpeningsConfig, PlayerSpec, Schedule, Termination, entrants_from_specs,
-    load_records, run_arena, run_match,
+    Adjudication, ArenaError, GameRecord, MatchConfig, MatchConfigError, OpeningsConfig, OpeningsError, PlayerSpec,
+    ResultsError, Schedule, SpecError, Termination, entrants_from_specs, load_records, run_arena, run_match,
 };
 use bredon_rules::notation::Ptn;
 
@@ -159,33 +159,57 @@ fn bad_configs_are_clear_errors() {
     let out = dir.path();
     let players = specs(&["random", "uniform:2"]);
     let bad_size = MatchConfig { size: 9, ..MatchConfig::default() };
-    assert!(run_arena(&bad_size, &players, out, &mut |_| {}).unwrap_err().to_string().contains("size 9"));
+    let e = run_arena(&bad_size, &players, out, &mut |_| {}).unwrap_err();
+    assert!(matches!(e, ArenaError::Config(MatchConfigError::Size(9))), "{e:?}");
+    assert!(e.to_string().contains("size 9"), "{e}");
     let one = specs(&["random"]);
-    assert!(run_arena(&MatchConfig::default(), &one, out, &mut |_| {}).is_err());
+    let e = run_arena(&MatchConfig::default(), &one, out, &mut |_| {}).unwrap_err();
+    assert!(matches!(e, ArenaError::TooFewPlayers(1)), "{e:?}");
     let dup = specs(&["random", "random"]);
     let e = run_arena(&MatchConfig::default(), &dup, out, &mut |_| {}).unwrap_err();
+    assert!(matches!(&e, ArenaError::DuplicateName(n) if n == "random"), "{e:?}");
+    // The chain as the `bredon` binary prints it.
+    let e = anyhow::Error::from(e);
     assert!(format!("{e:#}").contains("two players are named"), "{e:#}");
     let missing = MatchConfig {
         openings: OpeningsConfig::File { path: out.join("nope.txt"), count: None, shuffle_seed: None },
         ..MatchConfig::default()
     };
-    assert!(run_arena(&missing, &players, out, &mut |_| {}).is_err());
+    let e = run_arena(&missing, &players, out, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&e, ArenaError::Openings(OpeningsError::Read { path, .. }) if path.ends_with("nope.txt")),
+        "{e:?}"
+    );
     std::fs::write(out.join("bad.txt"), "a1 a1\n").unwrap();
     let illegal = MatchConfig {
         openings: OpeningsConfig::File { path: out.join("bad.txt"), count: None, shuffle_seed: None },
         ..MatchConfig::default()
     };
     let e = run_arena(&illegal, &players, out, &mut |_| {}).unwrap_err();
+    match &e {
+        ArenaError::Openings(OpeningsError::BadLine { line: 1, size: 5, source, .. }) => {
+            assert!(matches!(**source, OpeningsError::IllegalMove { index: 2, .. }), "{source:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = anyhow::Error::from(e);
     assert!(format!("{e:#}").contains("bad.txt:1"), "{e:#}");
     let ckpt = specs(&["random", "checkpoint:model.bin"]);
     let e = run_arena(&MatchConfig::default(), &ckpt, out, &mut |_| {}).unwrap_err();
+    match &e {
+        ArenaError::Player { index: 2, source: SpecError::Checkpoint { path, .. } } => {
+            assert_eq!(path, Path::new("model.bin"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = anyhow::Error::from(e);
     assert!(format!("{e:#}").contains("model.bin"), "{e:#}");
     std::fs::write(out.join("junk.bredon"), "not a model").unwrap();
     let junk = vec![
         specs(&["random"]).remove(0),
         format!("checkpoint:{}", out.join("junk.bredon").display()).parse().unwrap(),
     ];
-    let e = run_arena(&MatchConfig::default(), &junk, out, &mut |_| {}).unwrap_err();
+    let e = anyhow::Error::from(run_arena(&MatchConfig::default(), &junk, out, &mut |_| {}).unwrap_err());
     assert!(format!("{e:#}").contains("not a Bredon model file"), "{e:#}");
     // Config files: unknown fields are rejected, missing ones take defaults.
     let c: MatchConfig = serde_json::from_str(r#"{"size": 6, "openings": {"kind": "none"}}"#).unwrap();
@@ -249,7 +273,9 @@ fn results_file_survives_a_torn_last_line() {
     // A corrupt complete line is reported with its line number.
     std::fs::write(&path, "{\"key\":1}\n").unwrap();
     let e = load_records(&path).unwrap_err();
-    assert!(format!("{e:#}").contains(":1"), "{e:#}");
+    assert!(matches!(&e, ResultsError::BadRecord { line: 1, path: p, .. } if *p == path), "{e:?}");
+    let e = anyhow::Error::from(e);
+    assert!(format!("{e:#}").contains(":1: bad result record"), "{e:#}");
     // A missing file has no records.
     assert!(load_records(&dir.path().join("none.jsonl")).unwrap().is_empty());
 }

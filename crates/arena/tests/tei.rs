@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use bredon_arena::{
-    GameSettings, MatchConfig, MoveLimits, OpeningsConfig, Player, PlayerError, PlayerSpec, RandomPlayer, TeiConfig,
-    TeiPlayer, Termination, load_records, play_game, run_arena,
+    ArenaError, GameSettings, MatchConfig, MoveLimits, OpeningsConfig, Player, PlayerError, PlayerSpec, RandomPlayer,
+    TeiClientError, TeiConfig, TeiPlayer, TeiStage, Termination, load_records, play_game, run_arena,
 };
 use bredon_rules::{Color, GameOptions, Position};
 
@@ -106,11 +106,59 @@ fn engine_that_never_says_teiok_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let players = vec![tei("silent", ";init_timeout=500"), "random".parse().unwrap()];
     let e = run_arena(&config(), &players, dir.path(), &mut |_| {}).unwrap_err();
-    let msg = format!("{e:#}");
-    assert!(msg.contains("handshake failed"), "{msg}");
+    match &e {
+        ArenaError::StartPlayer {
+            name,
+            source:
+                PlayerError::Engine(TeiClientError::TimedOut {
+                    engine,
+                    stage: TeiStage::Handshake,
+                    waiting_for: "teiok",
+                    last_line: None,
+                    ..
+                }),
+        } => {
+            assert_eq!(name, "fake_tei");
+            assert_eq!(engine, FAKE);
+        }
+        other => panic!("{other:?}"),
+    }
+    let msg = format!("{:#}", anyhow::Error::from(e));
+    assert!(msg.contains("handshake failed") && msg.contains("no `teiok` within"), "{msg}");
     let players = vec!["tei:/nonexistent/engine tei".parse().unwrap(), "random".parse().unwrap()];
     let e = run_arena(&config(), &players, dir.path(), &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&e, ArenaError::StartPlayer { source: PlayerError::Engine(TeiClientError::Start { program, .. }), .. }
+            if program == "/nonexistent/engine"),
+        "{e:?}"
+    );
+    let e = anyhow::Error::from(e);
     assert!(format!("{e:#}").contains("cannot start TEI engine"), "{e:#}");
+}
+
+#[test]
+fn engine_that_exits_at_once_is_reported_as_died_with_its_name() {
+    let e = TeiPlayer::new(TeiConfig::new(FAKE, ["exit"])).err().expect("the engine exits");
+    match &e {
+        TeiClientError::Died { engine, stage: TeiStage::Handshake, detail } => {
+            assert_eq!(engine, FAKE);
+            assert!(detail.contains("exit status: 3"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("handshake failed: engine crashed or exited"), "{e}");
+    // In a match the player is named.
+    let dir = tempfile::tempdir().unwrap();
+    let players = vec![tei("exit", ";name=quitter"), "random".parse().unwrap()];
+    let e = run_arena(&config(), &players, dir.path(), &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&e, ArenaError::StartPlayer { name, source: PlayerError::Engine(TeiClientError::Died { .. }) }
+            if name == "quitter"),
+        "{e:?}"
+    );
+    assert!(format!("{:#}", anyhow::Error::from(e)).starts_with("starting player quitter: TEI engine"));
+    // A config without a program.
+    assert!(matches!(TeiPlayer::new(TeiConfig::default()), Err(TeiClientError::NoProgram)));
 }
 
 #[test]

@@ -107,8 +107,9 @@ pub fn run(args: ArenaArgs) -> Result<()> {
     Ok(())
 }
 
+/// Parses `--player` strings (each `SpecError` quotes the string it is about).
 fn parse_specs(texts: &[String]) -> Result<Vec<PlayerSpec>> {
-    texts.iter().map(|t| t.parse::<PlayerSpec>().with_context(|| format!("player {t:?}"))).collect()
+    Ok(texts.iter().map(|t| t.parse::<PlayerSpec>()).collect::<Result<_, _>>()?)
 }
 
 /// Games played in parallel by default: the number of cores.
@@ -171,7 +172,7 @@ fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable>
     };
     let specs = parse_specs(&args.players)?;
     let total = bredon_arena::pairings(config.schedule, specs.len()).len() * config.pairs_per_pairing() * 2;
-    run_arena(&config, &specs, out, &mut progress(total))
+    Ok(run_arena(&config, &specs, out, &mut progress(total))?)
 }
 
 /// The training loop's gate: checkpoint `generation` plays the current self-play model

@@ -7,6 +7,7 @@
 //! - `garbage N`: answers its move N+1 of a game with `bestmove xyzzy`;
 //! - `stall N`: never answers its move N+1 of a game;
 //! - `silent`: never sends `teiok`.
+//! - `exit`: writes a line to stderr and exits with status 3 before reading anything.
 //!
 //! With `--log PATH`, every received line is appended to PATH.
 
@@ -32,6 +33,10 @@ fn main() {
             m => mode = m.to_string(),
         }
         i += 1;
+    }
+    if mode == "exit" {
+        eprintln!("fake_tei: exiting at once");
+        std::process::exit(3);
     }
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
