@@ -303,7 +303,9 @@ fn analyse(
         let mut visits = r.visits.clone();
         visits.sort_by(|a, b| b.1.cmp(&a.1));
         let mover = pos.side_to_move();
-        let white_value = if mover == Color::White { r.value } else { -r.value };
+        // A finished game is worth its result, whatever the search's root says.
+        let value = over.map_or(r.value, |res| res.score_for(mover));
+        let white_value = if mover == Color::White { value } else { -value };
         let (proven, proven_text) = match (over, r.proven) {
             (Some(res), _) => {
                 let v = res.score_for(mover);
@@ -315,14 +317,14 @@ fn analyse(
                     "loss" => "Black wins (proven)".to_string(),
                     _ => "Draw (proven)".to_string(),
                 };
-                (Some(outcome(r.value)), Some(text))
+                (Some(outcome(value)), Some(text))
             }
             (None, false) => (None, None),
         };
         PlyAnalysis {
             ply,
             to_move: if mover == Color::White { "white" } else { "black" },
-            value: r.value,
+            value,
             white_win: (white_value + 1.0) / 2.0,
             proven,
             proven_text,

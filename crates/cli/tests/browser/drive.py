@@ -150,7 +150,7 @@ try:
 
     # --- A few 5x5 moves against the shipped model, typed as PTN: the README's picture. ---
     new_game(5, 40)
-    for want in ["e5", "c3", "Cc2", "d3", "b3", "Sd2"]:
+    for want in ["e5", "c3", "Cc2", "Sd3"]:
         cells = board("play-board")
         if by_id("play-status").get_attribute("data-result"):
             break
@@ -163,6 +163,7 @@ try:
         wait().until(lambda _: my_turn_or_over())
     assert moves_played() >= 6, d.execute_script("return play.moves")
     assert by_id("play-eval").text, "the engine's evaluation is shown"
+    d.execute_script("window.scrollTo(0, 0)")
     d.save_screenshot(os.path.join(OUT, "play.png"))
     log("play.png")
 
@@ -176,17 +177,21 @@ try:
     log("analysis:", by_id("an-status").text)
     blunder = d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]')
     assert "a5" in blunder.text and "?" in blunder.text, blunder.text
-    # The position before the blunder: evaluation, line and heat map shown.
-    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="7"]').click()
+    # The start: the network's policy spreads over many squares.
+    by_id("an-first").click()
     heat = d.find_elements(By.CSS_SELECTOR, "#an-board .heat")
     assert len(heat) >= 3, f"{len(heat)} heat cells"
+    # The position before the blunder: evaluation, line and heat map shown.
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="7"]').click()
+    assert d.find_elements(By.CSS_SELECTOR, "#an-board .heat")
     assert "%" in by_id("an-evalbar-text").text, by_id("an-evalbar-text").text
     info = by_id("an-info").text
     assert "best" in info and "line" in info, info
     # The proven win after the blunder is shown as such.
-    blunder.click()
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]').click()
     assert "proven" in by_id("an-evalbar-text").text, by_id("an-evalbar-text").text
-    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="7"]').click()
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="6"]').click()
+    d.execute_script("window.scrollTo(0, 0)")
     d.save_screenshot(os.path.join(OUT, "analyse.png"))
     log("analyse.png")
 
@@ -200,6 +205,7 @@ try:
     assert len(d.find_elements(By.CSS_SELECTOR, "#watch-elo line.interval")) >= 2
     by_id("watch-prev").click()
     assert "ply" in by_id("watch-ply").text
+    d.execute_script("window.scrollTo(0, 0)")
     d.save_screenshot(os.path.join(OUT, "watch.png"))
     log("watch.png")
     log(f"all browser checks passed in {time.time() - t0:.1f} s")
