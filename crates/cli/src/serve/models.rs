@@ -59,6 +59,7 @@ pub struct ModelInfo {
 pub struct Models {
     dirs: Vec<PathBuf>,
     named: Mutex<Vec<(ModelInfo, Arc<Engine>)>>,
+    added: std::sync::atomic::AtomicUsize,
     shipped: Mutex<HashMap<usize, Arc<Engine>>>,
 }
 
@@ -70,7 +71,12 @@ const MAX_UPLOADS: usize = 16;
 impl Models {
     /// Models from `dirs` (searched for `NxN.bredon`) and the files in `extra`.
     pub fn new(dirs: Vec<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Models> {
-        let models = Models { dirs, named: Mutex::new(Vec::new()), shipped: Mutex::new(HashMap::new()) };
+        let models = Models {
+            dirs,
+            named: Mutex::new(Vec::new()),
+            added: Default::default(),
+            shipped: Mutex::new(HashMap::new()),
+        };
         for path in extra {
             let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
             let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
@@ -90,8 +96,8 @@ impl Models {
         let (net, meta, _) = load_exported_bytes(bytes, name)
             .map_err(|e| ApiError::bad(format!("{name} is not a model Bredon can load: {e:#}")))?;
         let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
-        let n = named.iter().filter(|(m, _)| m.id.starts_with(prefix)).count() + 1;
-        let id = format!("{prefix}-{n}-{}", named.len());
+        let n = self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let id = format!("{prefix}-{n}");
         let info = ModelInfo { id, name: name.to_string(), size: meta.size, half_komi: meta.half_komi };
         let engine = Engine { name: name.to_string(), evaluator: Arc::new(NetEvaluator::new(net, meta.size)) };
         if prefix == "upload" && named.iter().filter(|(m, _)| m.id.starts_with("upload")).count() >= MAX_UPLOADS {
