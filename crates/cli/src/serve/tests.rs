@@ -189,6 +189,9 @@ async fn bad_searches_are_refused_with_the_reason() {
     refused(&app, "POST", "/api/search/77/stop", None, 404, "no search 77").await;
     refused(&app, "POST", "/api/models?name=junk.bredon", Some("not a model"), 400, "junk.bredon is not a model").await;
     refused(&app, "POST", "/api/models", None, 400, "must be a .bredon file").await;
+    // A model may be larger than a JSON request: 2 MB reach the loader (and are no model).
+    let big = "x".repeat(2_000_000);
+    refused(&app, "POST", "/api/models?name=big.bredon", Some(&big), 400, "big.bredon is not a model").await;
 }
 
 #[tokio::test]
