@@ -11,6 +11,7 @@ mod play_cmd;
 mod plot_cmd;
 mod ptn_cmd;
 mod run_arg;
+mod serve;
 mod tactics_cmd;
 mod tei_cmd;
 mod train_cmd;
@@ -66,6 +67,8 @@ enum Command {
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
+    /// Play, analyse and watch training runs in the browser (a local web server).
+    Serve(serve::ServeArgs),
     /// List the devices this build can run the network on (GPU adapters with `wgpu`).
     Devices,
 }
@@ -101,6 +104,7 @@ fn main() {
         Command::Plot(args) => plot_cmd::run(args),
         Command::Bench(cmd) => bench_cmd::run(cmd, cli.inference),
         Command::Check(args) => check_cmd::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Drives `bredon serve` in headless Chromium through WebDriver (selenium).
+
+Usage: drive.py URL OUTDIR. Plays a whole 3x3 game against the engine by clicking (a
+placement, a spread, an illegal move refused, an undo), a few 5x5 moves against the
+shipped model by PTN entry, analyses a PTN game (evaluation, heat map, a blunder mark)
+and opens a run's dashboard. Writes play.png, analyse.png and watch.png to OUTDIR.
+Run by crates/cli/tests/browser.rs, which starts the server; exits non-zero on failure.
+"""
+import os
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+URL, OUT = sys.argv[1].rstrip("/"), sys.argv[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+
+# A 5x5 game in which black's 4th move (a5) ignores white's threat of a road on e1.
+BLUNDER_PTN = '[Size "5"]\n[Komi "0"]\n\n1. e5 a1\n2. b1 e4\n3. c1 e3\n4. d1 a5\n5. e1 R-0\n'
+
+
+def log(*a):
+    print(f"[{time.strftime('%H:%M:%S')}]", *a, flush=True)
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in [
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--window-size=1300,980", "--hide-scrollbars",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='bredon-chromium-')}",
+    ]:
+        opts.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+d = browser()
+wait = lambda secs=60: WebDriverWait(d, secs, poll_frequency=0.05)
+by_id = lambda i: d.find_element(By.ID, i)
+
+
+def board(host):
+    return dict(d.execute_script(
+        f"return [...document.querySelectorAll('#{host} .cell')].map(c => [c.dataset.sq, c.dataset.stack])"))
+
+
+def moves_played():
+    return len(d.execute_script("return play.moves"))
+
+
+def my_turn_or_over():
+    status = by_id("play-status")
+    return status.get_attribute("data-result") or status.text.startswith("Your move")
+
+
+def click_sq(sq):
+    by_id(f"play-board-{sq}").click()
+
+
+def set_input(i, value):
+    el = by_id(i)
+    el.clear()
+    el.send_keys(str(value))
+
+
+def new_game(size, visits, color="white"):
+    Select(by_id("play-size")).select_by_value(str(size))
+    Select(by_id("play-color")).select_by_value(color)
+    Select(by_id("play-model")).select_by_value("auto")
+    Select(by_id("play-budget-kind")).select_by_value("visits")
+    set_input("play-budget", visits)
+    by_id("play-new").click()
+    wait().until(lambda _: my_turn_or_over() and moves_played() == 0)
+
+
+def spread_source(cells, size):
+    """A white-topped flat stack next to a square a spread may enter (empty or a flat)."""
+    files = "abcdefgh"
+    for sq, stack in cells.items():
+        if not stack or stack[-1] != "1":
+            continue
+        c, r = files.index(sq[0]), int(sq[1:])
+        for dc, dr in [(1, 0), (-1, 0), (0, 1), (0, -1)]:
+            if 0 <= c + dc < size and 1 <= r + dr <= size:
+                to = f"{files[c + dc]}{r + dr}"
+                if not cells[to] or cells[to][-1] in "12":
+                    return sq, to, min(len(stack), size)
+    return None
+
+
+try:
+    t0 = time.time()
+    d.get(URL + "/#play")
+    wait().until(lambda _: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    log("page loaded")
+
+    # --- A whole 3x3 game against the engine, by clicking. ---
+    new_game(3, 30)
+    order = ["a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3", "c3"]
+    did = {"illegal": False, "spread": False, "undo": False}
+    for turn in range(1, 40):
+        wait().until(lambda _: my_turn_or_over())
+        if by_id("play-status").get_attribute("data-result"):
+            break
+        before = moves_played()
+        cells = board("play-board")
+        if not did["illegal"] and any(cells.values()):
+            # An occupied square typed as PTN: refused with the rules' reason.
+            taken = next(sq for sq, s in cells.items() if s)
+            set_input("play-ptn-input", taken)
+            by_id("play-ptn-go").click()
+            wait().until(lambda _: "illegal" in by_id("play-msg").text)
+            log("illegal move refused:", by_id("play-msg").text)
+            assert moves_played() == before
+            did["illegal"] = True
+        if not did["undo"] and before >= 4:
+            by_id("play-undo").click()
+            wait().until(lambda _: moves_played() == before - 2 and my_turn_or_over())
+            log("undo: back to", before - 2, "moves")
+            did["undo"] = True
+            continue
+        source = spread_source(cells, 3) if before >= 2 and not did["spread"] else None
+        if source:
+            frm, to, carry = source
+            click_sq(frm)
+            for _ in range(carry):
+                click_sq(to)
+            did["spread"] = True
+            log(f"spread {carry} from {frm} to {to}")
+        else:
+            empty = [sq for sq in order if not cells[sq]]
+            click_sq(empty[0])
+        wait().until(lambda _: moves_played() > before or by_id("play-msg").text)
+        assert moves_played() > before, "the click was refused: " + by_id("play-msg").text
+    status = by_id("play-status").text
+    ptn = by_id("play-ptn").get_attribute("value")
+    log("3x3 game over:", status, "| moves:", " ".join(d.execute_script("return play.moves")))
+    assert status.startswith("Game over"), status
+    assert all(did.values()), did
+    assert '[Result "' in ptn and "[Size \"3\"]" in ptn, ptn
+    log(f"full game: {time.time() - t0:.1f} s")
+
+    # --- A few 5x5 moves against the shipped model, typed as PTN: the README's picture. ---
+    new_game(5, 40)
+    for want in ["e5", "c3", "Cc2", "Sd3"]:
+        cells = board("play-board")
+        if by_id("play-status").get_attribute("data-result"):
+            break
+        if cells[want[-2:]]:
+            continue
+        before = moves_played()
+        set_input("play-ptn-input", want)
+        by_id("play-ptn-go").click()
+        wait().until(lambda _: moves_played() > before + 1 or by_id("play-msg").text)
+        wait().until(lambda _: my_turn_or_over())
+    assert moves_played() >= 6, d.execute_script("return play.moves")
+    assert by_id("play-eval").text, "the engine's evaluation is shown"
+    d.execute_script("window.scrollTo(0, 0)")
+    d.save_screenshot(os.path.join(OUT, "play.png"))
+    log("play.png")
+
+    # --- Analyse a pasted game. ---
+    d.get(URL + "/#analyse")
+    wait().until(lambda _: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    by_id("an-text").send_keys(BLUNDER_PTN)
+    set_input("an-visits", 100)
+    by_id("an-go").click()
+    wait(120).until(lambda _: by_id("an-status").get_attribute("data-done") == "done")
+    log("analysis:", by_id("an-status").text)
+    blunder = d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]')
+    assert "a5" in blunder.text and "?" in blunder.text, blunder.text
+    # The start: the network's policy spreads over many squares.
+    by_id("an-first").click()
+    heat = d.find_elements(By.CSS_SELECTOR, "#an-board .heat")
+    assert len(heat) >= 3, f"{len(heat)} heat cells"
+    # The position before the blunder: evaluation, line and heat map shown.
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="7"]').click()
+    assert d.find_elements(By.CSS_SELECTOR, "#an-board .heat")
+    assert "%" in by_id("an-evalbar-text").text, by_id("an-evalbar-text").text
+    info = by_id("an-info").text
+    assert "best" in info and "line" in info, info
+    # The proven win after the blunder is shown as such.
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]').click()
+    assert "proven" in by_id("an-evalbar-text").text, by_id("an-evalbar-text").text
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="6"]').click()
+    d.execute_script("window.scrollTo(0, 0)")
+    d.save_screenshot(os.path.join(OUT, "analyse.png"))
+    log("analyse.png")
+
+    # --- A run's dashboard. ---
+    d.get(URL + "/#watch/0")
+    wait().until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#watch-elo circle.point")) >= 2)
+    wait().until(lambda _: len(d.find_elements(By.CSS_SELECTOR, "#watch-board .cell")) > 0)
+    rows = d.find_elements(By.CSS_SELECTOR, "#watch-gens tr")
+    games = d.find_elements(By.CSS_SELECTOR, "#watch-games li")
+    assert len(rows) > 2 and games, (len(rows), len(games))
+    assert len(d.find_elements(By.CSS_SELECTOR, "#watch-elo line.interval")) >= 2
+    by_id("watch-prev").click()
+    assert "ply" in by_id("watch-ply").text
+    d.execute_script("window.scrollTo(0, 0)")
+    d.save_screenshot(os.path.join(OUT, "watch.png"))
+    log("watch.png")
+    log(f"all browser checks passed in {time.time() - t0:.1f} s")
+except Exception:
+    try:
+        d.save_screenshot(os.path.join(OUT, "failure.png"))
+        log("page state at the failure: failure.png; play-msg:", by_id("play-msg").text)
+    finally:
+        d.quit()
+    raise
+d.quit()
