@@ -141,8 +141,12 @@ impl Game {
     }
 }
 
+/// A game read from text: the positions, the moves between them, and the result if the
+/// text gives one.
+type TextGame = (Vec<Position>, Vec<Move>, Option<GameResult>);
+
 /// A PTN game, or a TPS position when the text has no `[` tag and looks like TPS rows.
-fn from_text(text: &str, half_komi: i8) -> Result<(Vec<Position>, Vec<Move>, Option<GameResult>), ApiError> {
+fn from_text(text: &str, half_komi: i8) -> Result<TextGame, ApiError> {
     if text.len() > MAX_TEXT {
         return Err(ApiError::bad(format!("the text is {} bytes, more than the {MAX_TEXT} accepted", text.len())));
     }

@@ -301,7 +301,7 @@ fn analyse(
         |m: bredon_rules::Move| legal.iter().position(|&x| x == m).and_then(|i| policy.get(i)).copied().unwrap_or(0.0);
     let view = |r: &SearchResult| {
         let mut visits = r.visits.clone();
-        visits.sort_by(|a, b| b.1.cmp(&a.1));
+        visits.sort_by_key(|v| std::cmp::Reverse(v.1));
         let mover = pos.side_to_move();
         // A finished game is worth its result, whatever the search's root says.
         let value = over.map_or(r.value, |res| res.score_for(mover));

@@ -155,7 +155,7 @@ fn newest_games(dir: &Path) -> Vec<GameEntry> {
                 (p.extension()? == "ptn").then_some((e.metadata().ok()?.modified().ok()?, p))
             })
             .collect();
-        files.sort_by(|a, b| b.0.cmp(&a.0));
+        files.sort_by_key(|f| std::cmp::Reverse(f.0));
         for (_, p) in files {
             if out.len() >= GAMES_LISTED {
                 return out;

@@ -246,7 +246,7 @@ async fn a_run_is_read_as_it_is_written() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("tiny");
     fixture_run(&run);
-    let app = app_with(&[run.clone()]);
+    let app = app_with(std::slice::from_ref(&run));
     let (s, v) = call(&app, "GET", "/api/runs", None).await;
     assert_eq!((s, v[0]["name"].as_str()), (StatusCode::OK, Some("tiny")));
     let (s, v) = call(&app, "GET", "/api/runs/0", None).await;
