@@ -389,15 +389,6 @@ pub enum ResultsError {
     /// The storage layer failed (an atomic write, a checked JSON encoding).
     #[error(transparent)]
     Store(#[from] bredon_storage::StorageError),
-    /// A file could not be written atomically.
-    #[error("writing {}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// A record could not be appended to the results file.
     #[error("appending to {}", path.display())]
     Append {
