@@ -347,7 +347,7 @@ fn play_with_instances(
                         },
                         termination: Termination::Forfeit {
                             loser: color.to_string(),
-                            reason: format!("could not start the player: {}", crate::error::chain(&e)),
+                            reason: format!("could not start the player: {}", bredon_storage::error_chain(&e)),
                         },
                     };
                 }

@@ -446,7 +446,7 @@ impl RatingsTable {
     /// Writes the table as pretty JSON atomically, with a `crc32c` field
     /// (`bredon_storage::integrity::to_checked_json`) that `bredon check` verifies.
     pub fn write_json(&self, path: &Path) -> Result<(), RatingsError> {
-        let json = bredon_storage::integrity::to_checked_json(self, &[]).map_err(|e| RatingsError::Encode(e.into()))?;
+        let json = bredon_storage::integrity::to_checked_json(self, &[]).map_err(RatingsError::Encode)?;
         Ok(write_atomic(path, &json)?)
     }
 }

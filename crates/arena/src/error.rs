@@ -24,14 +24,6 @@ use std::time::Duration;
 use bredon_rules::RulesError;
 use bredon_rules::notation::PtnMoveError;
 
-/// **Transitional**: an error from a `bredon_nn` function that still returns
-/// `anyhow::Error` (`checkpoint::load_exported`, `integrity::to_checked_json`), boxed so
-/// that no `anyhow` type is part of this crate's API (`anyhow::Error` converts with
-/// `.into()` and keeps its chain as sources). Replace with `bredon_nn`'s typed errors once
-/// those functions return them; the only variants holding it are
-/// [`SpecError::Checkpoint`] and [`RatingsError::Encode`].
-pub type NnError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
 /// A player string or spec that cannot be turned into a player. Every message quotes
 /// the player string (or names the player) and the part that is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -145,14 +137,13 @@ pub enum SpecError {
         problem: &'static str,
     },
     /// The network of a `checkpoint:PATH` player could not be loaded.
-    /// **Transitional** source type, see [`NnError`].
     #[error("checkpoint player {}", path.display())]
     Checkpoint {
         /// The model file or checkpoint directory.
         path: PathBuf,
         /// Why `bredon_nn` refused it.
         #[source]
-        source: NnError,
+        source: Box<bredon_nn::ModelError>,
     },
 }
 
@@ -432,10 +423,9 @@ pub enum RatingsError {
     /// The file could not be written.
     #[error(transparent)]
     Write(#[from] ResultsError),
-    /// The table could not be encoded as checked JSON. **Transitional** source type, see
-    /// [`NnError`].
+    /// The table could not be encoded as checked JSON.
     #[error("encoding the ratings table as checked JSON")]
-    Encode(#[source] NnError),
+    Encode(#[source] bredon_storage::integrity::IntegrityError),
 }
 
 /// Reading Elo curve tables and drawing the Elo chart.
@@ -575,17 +565,4 @@ pub enum ArenaError {
     /// The gate settings.
     #[error(transparent)]
     Gate(#[from] SprtError),
-}
-
-/// An error and its sources joined by `": "`, as `anyhow`'s `{:#}` writes them (for
-/// forfeit reasons stored in results and PTN files).
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        s.push_str(": ");
-        s.push_str(&cause.to_string());
-        next = cause.source();
-    }
-    s
 }

@@ -94,10 +94,10 @@ pub fn play_game(white: &mut dyn Player, black: &mut dyn Player, settings: &Game
     };
     let mut moves: Vec<Move> = Vec::new();
     if let Err(e) = white.new_game(settings.options) {
-        return forfeit(Color::White, format!("new game failed: {}", crate::error::chain(&e)), moves);
+        return forfeit(Color::White, format!("new game failed: {}", bredon_storage::error_chain(&e)), moves);
     }
     if let Err(e) = black.new_game(settings.options) {
-        return forfeit(Color::Black, format!("new game failed: {}", crate::error::chain(&e)), moves);
+        return forfeit(Color::Black, format!("new game failed: {}", bredon_storage::error_chain(&e)), moves);
     }
     for &mv in &settings.opening {
         if pos.play(mv).is_err() {

@@ -49,8 +49,8 @@ pub use arena::{
 };
 pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
 pub use error::{
-    ArenaError, MatchConfigError, NnError, OpeningsError, PlayerError, PlotError, RatingsError, ResultsError,
-    SpecError, SprtError, TeiClientError, TeiStage,
+    ArenaError, MatchConfigError, OpeningsError, PlayerError, PlotError, RatingsError, ResultsError, SpecError,
+    SprtError, TeiClientError, TeiStage,
 };
 pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 pub use openings::{Opening, OpeningsConfig, load_openings};

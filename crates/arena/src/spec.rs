@@ -293,9 +293,8 @@ impl PlayerSpec {
             }
             PlayerSpec::Checkpoint { path, visits, settings, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
-                // TRANSITIONAL: `load_exported` still returns `anyhow::Error` (see `NnError`).
                 let (model, meta) = bredon_nn::load_exported(&path)
-                    .map_err(|e| SpecError::Checkpoint { path: path.clone(), source: e.into() })?;
+                    .map_err(|e| SpecError::Checkpoint { path: path.clone(), source: Box::new(e) })?;
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
                     Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
                 let limits = match visits {
@@ -562,7 +561,7 @@ mod tests {
         let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
         let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
         assert!(matches!(&e, SpecError::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")), "{e:?}");
-        let chain = crate::error::chain(&e);
+        let chain = bredon_storage::error_chain(&e);
         assert!(chain.starts_with("checkpoint player no-such-model.bredon: "), "{chain}");
     }
 

@@ -22,8 +22,17 @@ pub struct ExportArgs {
     pub out: Option<PathBuf>,
     /// `bredon` (one file for `play`, `tei`, `analyse`) or `onnx` (opset 17, dynamic batch:
     /// input `planes`, outputs `policy_logits` and `value`, for onnxruntime and others).
-    #[arg(long, default_value = "bredon", value_parser = ["bredon", "onnx"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Bredon)]
+    pub format: ExportFormat,
+}
+
+/// What `bredon export` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Bredon's own model file (`.bredon`): metadata, weights and a checksum.
+    Bredon,
+    /// An ONNX model (`.onnx`) with BatchNorm folded.
+    Onnx,
 }
 
 /// Writes the model file and checks that it loads back.
@@ -54,7 +63,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         _ => bail!("give a checkpoint directory or --run DIR"),
     };
     let (model, meta) = load_exported(&dir).with_context(|| format!("loading checkpoint {}", dir.display()))?;
-    let onnx = args.format == "onnx";
+    let onnx = args.format == ExportFormat::Onnx;
     let out = args.out.unwrap_or(if onnx { default_out.with_extension("onnx") } else { default_out });
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;

@@ -175,5 +175,5 @@ pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>)
     let cfg = open_run(&run, None, None)?;
     open_device(&cfg, device)?;
     let stop = stop_flag();
-    bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref())
+    Ok(bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref())?)
 }

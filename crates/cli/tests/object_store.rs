@@ -9,30 +9,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
-}
+mod common;
+use common::text;
 
 /// A tiny 3x3 config: 8 games a generation, a 1-block net.
 fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
-    let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();
-    let mut cfg: toml::Table = toml::from_str(&text).unwrap();
-    let mut set = |section: &str, key: &str, v: toml::Value| {
-        cfg.entry(section).or_insert_with(|| toml::Value::Table(Default::default()));
-        cfg[section].as_table_mut().unwrap().insert(key.into(), v);
-    };
-    set("net", "blocks", 1.into());
-    set("net", "channels", 8.into());
-    set("selfplay", "games_per_generation", 8.into());
-    set("selfplay", "concurrent_games", 2.into());
-    set("selfplay", "visits", 8.into());
-    set("selfplay", "overlap", false.into());
-    set("train", "max_steps_per_generation", 4.into());
-    set("schedule", "generations", (generations as i64).into());
-    set("eval", "every", 0.into());
-    let path = dir.join("tiny.toml");
-    std::fs::write(&path, toml::to_string(&cfg).unwrap()).unwrap();
-    path
+    common::tiny_config(
+        dir,
+        &[
+            ("net", "blocks", 1.into()),
+            ("net", "channels", 8.into()),
+            ("selfplay", "games_per_generation", 8.into()),
+            ("selfplay", "concurrent_games", 2.into()),
+            ("selfplay", "visits", 8.into()),
+            ("selfplay", "overlap", false.into()),
+            ("train", "max_steps_per_generation", 4.into()),
+            ("schedule", "generations", (generations as i64).into()),
+        ],
+    )
 }
 
 /// `bredon` with the server's environment and a cache under `cache`.
@@ -43,10 +37,6 @@ fn bredon(server: &S3Server, cache: &Path) -> Command {
     }
     c.env("BREDON_CACHE", cache).env("BREDON_STORE_RETRY_SECS", "30").env("BREDON_LEASE_SECS", "6");
     c
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 fn wait(child: Child, limit: Duration, what: &str) -> Output {
@@ -67,19 +57,10 @@ fn wait(child: Child, limit: Duration, what: &str) -> Output {
 
 /// Objects under `prefix` in the server's directory (s3s-fs: one file per object).
 fn objects(root: &Path, prefix: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.join(prefix)];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
+    let mut out: Vec<String> = common::files_under(&root.join(prefix))
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }

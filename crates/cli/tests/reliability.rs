@@ -7,36 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bredon() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bredon"))
-}
-
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
-}
+mod common;
+use common::{bredon, snapshot, text};
 
 /// A tiny 3x3 config (quick generations); `edits` are `(section, key, value)`.
 fn tiny_config(dir: &Path, generations: u32, edits: &[(&str, &str, toml::Value)]) -> PathBuf {
-    let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();
-    let mut cfg: toml::Table = toml::from_str(&text).unwrap();
-    let mut set = |section: &str, key: &str, v: toml::Value| {
-        cfg.entry(section).or_insert_with(|| toml::Value::Table(Default::default()));
-        cfg[section].as_table_mut().unwrap().insert(key.into(), v);
-    };
-    set("net", "blocks", 1.into());
-    set("net", "channels", 16.into());
-    set("selfplay", "games_per_generation", 12.into());
-    set("selfplay", "concurrent_games", 4.into());
-    set("selfplay", "visits", 16.into());
-    set("train", "max_steps_per_generation", 12.into());
-    set("schedule", "generations", (generations as i64).into());
-    set("eval", "every", 0.into());
-    for (s, k, v) in edits {
-        set(s, k, v.clone());
-    }
-    let path = dir.join("tiny.toml");
-    std::fs::write(&path, toml::to_string(&cfg).unwrap()).unwrap();
-    path
+    let mut all: Vec<(&str, &str, toml::Value)> = vec![
+        ("net", "blocks", 1.into()),
+        ("net", "channels", 16.into()),
+        ("selfplay", "games_per_generation", 12.into()),
+        ("selfplay", "concurrent_games", 4.into()),
+        ("selfplay", "visits", 16.into()),
+        ("train", "max_steps_per_generation", 12.into()),
+        ("schedule", "generations", (generations as i64).into()),
+    ];
+    all.extend(edits.iter().cloned());
+    common::tiny_config(dir, &all)
 }
 
 fn train(config: &Path, run: &Path) -> Command {
@@ -51,30 +37,8 @@ fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 fn latest(run: &Path) -> String {
     std::fs::read_to_string(run.join("latest")).unwrap().trim().to_string()
-}
-
-/// Every file under `dir` with its contents.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn flip_byte(path: &Path, at: usize) {

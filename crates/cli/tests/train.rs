@@ -4,14 +4,33 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn bredon() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bredon"))
+mod common;
+use common::{bredon, repo_file, snapshot};
+
+/// A tiny config: many short generations.
+fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
+    common::tiny_config(
+        dir,
+        &[
+            ("net", "blocks", 1.into()),
+            ("net", "channels", 16.into()),
+            // Every checkpoint file stays, so the kill test can compare all of them.
+            ("train", "optimizer_states_kept", 0.into()),
+            ("selfplay", "games_per_generation", 24.into()),
+            ("selfplay", "concurrent_games", 4.into()),
+            ("selfplay", "visits", 32.into()),
+            ("schedule", "generations", (generations as i64).into()),
+            ("eval", "every", 2.into()),
+            ("eval", "games", 4.into()),
+            ("eval", "visits", 16.into()),
+        ],
+    )
 }
 
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
+    common::wait_for(child, what, Duration::from_secs(300), cond)
 }
 
 fn train(config: &Path, run: &Path, extra: &[&str]) -> Command {
@@ -121,59 +140,6 @@ fn overlapped_self_play_keeps_the_quota_and_survives_a_kill() {
     assert!(by_older > 0, "no game was played in the background");
     let lines = std::fs::read_to_string(run.join("logs/generations.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 5, "one log line per generation");
-}
-
-/// A tiny config: many short generations.
-fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
-    let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();
-    let mut cfg: toml::Table = toml::from_str(&text).unwrap();
-    let set = |cfg: &mut toml::Table, section: &str, key: &str, v: toml::Value| {
-        cfg.entry(section).or_insert_with(|| toml::Value::Table(Default::default()));
-        cfg[section].as_table_mut().unwrap().insert(key.into(), v);
-    };
-    set(&mut cfg, "net", "blocks", 1.into());
-    set(&mut cfg, "net", "channels", 16.into());
-    // Every checkpoint file stays, so the kill test can compare all of them.
-    set(&mut cfg, "train", "optimizer_states_kept", 0.into());
-    set(&mut cfg, "selfplay", "games_per_generation", 24.into());
-    set(&mut cfg, "selfplay", "concurrent_games", 4.into());
-    set(&mut cfg, "selfplay", "visits", 32.into());
-    set(&mut cfg, "schedule", "generations", (generations as i64).into());
-    set(&mut cfg, "eval", "every", 2.into());
-    set(&mut cfg, "eval", "games", 4.into());
-    set(&mut cfg, "eval", "visits", 16.into());
-    let path = dir.join("tiny.toml");
-    std::fs::write(&path, toml::to_string(&cfg).unwrap()).unwrap();
-    path
-}
-
-/// Every file under `dir` with its contents.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap_or_default()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("training exited ({status}) before {what}");
-        }
-        assert!(start.elapsed() < Duration::from_secs(300), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn count_files(dir: &Path, ext: &str) -> usize {

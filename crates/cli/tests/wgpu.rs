@@ -5,10 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn bredon() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bredon"))
+mod common;
+use common::bredon;
+
+fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
+    common::wait_for(child, what, Duration::from_secs(600), cond)
 }
 
 fn checked(cmd: &mut Command) -> (String, String) {
@@ -31,17 +34,6 @@ fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
     let path = dir.join("tiny-wgpu.toml");
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("training exited ({status}) before {what}");
-        }
-        assert!(start.elapsed() < Duration::from_secs(600), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn log_lines(run: &Path) -> usize {

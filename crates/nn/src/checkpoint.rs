@@ -1,11 +1,11 @@
 //! Saving and loading networks: `.bpk` weights (burn's burnpack format) beside a JSON
 //! metadata file, and single-file exported models for play.
 
-use anyhow::{Context, Result, bail};
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+use crate::error::ModelError;
 use crate::integrity::check_finite;
 use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
 use crate::model::{NetConfig, TakNet};
@@ -73,20 +73,21 @@ pub const WEIGHTS_CRC_FIELD: &str = "weights_crc32c";
 /// Writes `dir/model.bpk` and `dir/model.json` atomically (weights first). The weights
 /// must be finite; `model.json` records the checksum of `model.bpk` (read back from disk
 /// after the write) and its own.
-pub fn save_model(model: &TakNet, meta: &ModelMeta, dir: &Path) -> Result<()> {
-    check_finite(model).with_context(|| format!("refusing to write a checkpoint in {}", dir.display()))?;
+pub fn save_model(model: &TakNet, meta: &ModelMeta, dir: &Path) -> Result<(), ModelError> {
+    check_finite(model).map_err(|e| e.context(format!("refusing to write a checkpoint in {}", dir.display())))?;
     let m = model.clone();
     let weights = dir.join("model.bpk");
-    atomic_write_with(&weights, |p| m.save_file(p).map_err(|e| anyhow::anyhow!("saving weights: {e:?}")))?;
-    let bytes = std::fs::read(&weights).with_context(|| format!("reading back {}", weights.display()))?;
-    let json = to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc_hex(crc32c(&bytes)).into())])?;
+    atomic_write_with(&weights, |p| m.save_file(p).map_err(|e| format!("saving weights: {e:?}")))?;
+    let bytes = std::fs::read(&weights).map_err(ModelError::read(&weights))?;
+    let json =
+        to_checked_json(meta, &[(WEIGHTS_CRC_FIELD, crc_hex(crc32c(&bytes)).into())]).map_err(ModelError::Encode)?;
     Ok(atomic_write(&dir.join("model.json"), &json)?)
 }
 
 /// Reads a model saved by [`save_model`], checking its metadata, the checksums and that
 /// the weights are finite. A checkpoint written before checksums existed loads with a
 /// warning on stderr.
-pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta)> {
+pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta), ModelError> {
     let (model, meta, verified) = load_model_verified(dir)?;
     if verified == Verified::NoChecksum {
         eprintln!("warning: {} has no checksums (written by an older Bredon); loaded unverified", dir.display());
@@ -95,22 +96,24 @@ pub fn load_model(dir: &Path) -> Result<(TakNet, ModelMeta)> {
 }
 
 /// [`load_model`] without the warning: also says whether checksums were verified.
-pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
+pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified), ModelError> {
     let meta_path = dir.join("model.json");
-    let len = std::fs::metadata(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?.len();
+    let meta_name = meta_path.display().to_string();
+    let len = std::fs::metadata(&meta_path).map_err(ModelError::read(&meta_path))?.len();
     if len > Limits::METADATA_BYTES as u64 {
         let e = ModelFileError::MetadataTooLong { len, max: Limits::METADATA_BYTES };
-        return Err(anyhow::Error::new(e).context(format!("in {}", meta_path.display())));
+        return Err(ModelError::invalid(meta_name, e));
     }
-    let text = std::fs::read(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let text = std::fs::read(&meta_path).map_err(ModelError::read(&meta_path))?;
     let (obj, _, v_meta) = from_checked_json::<serde_json::Value>(&text, &meta_path)?;
-    let meta = ModelMeta::from_json(obj.clone()).with_context(|| format!("in {}", meta_path.display()))?;
+    let meta = ModelMeta::from_json(obj.clone()).map_err(|e| ModelError::invalid(meta_name, e))?;
     let weights = dir.join("model.bpk");
-    let bytes = std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?;
+    let bytes = std::fs::read(&weights).map_err(ModelError::read(&weights))?;
     let v_weights = check_crc(&bytes, crc_field(&obj, WEIGHTS_CRC_FIELD), &weights)
-        .context("delete this checkpoint or restore it from a copy")?;
-    let model = weights_from_bytes(&meta, bytes).with_context(|| format!("loading {}", weights.display()))?;
-    check_finite(&model).with_context(|| format!("in {}", weights.display()))?;
+        .map_err(|e| ModelError::from(e).context("delete this checkpoint or restore it from a copy"))?;
+    let model = weights_from_bytes(&meta, bytes)
+        .map_err(|e| ModelError::invalid(format!("loading {}", weights.display()), e))?;
+    check_finite(&model).map_err(|e| e.context(format!("in {}", weights.display())))?;
     let verified =
         if v_meta == Verified::Ok && v_weights == Verified::Ok { Verified::Ok } else { Verified::NoChecksum };
     Ok((model, meta, verified))
@@ -121,7 +124,7 @@ pub fn load_model_verified(dir: &Path) -> Result<(TakNet, ModelMeta, Verified)> 
 /// bytes don't). The stored tensors' names, shapes and dtypes are checked against the
 /// architecture first, from the burnpack's header, so a mismatch is refused before the
 /// network is built.
-fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet> {
+fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet, ModelFileError> {
     let bytes = burn::tensor::Bytes::from_bytes_vec(bytes).shared(); // clones share the data
     check_weights(&meta.net, bytes.clone())?;
     let record = burn::store::ModuleRecord::from_bytes(bytes)
@@ -140,14 +143,15 @@ const EXPORT_MAGIC: &[u8; 8] = b"BREDONM2";
 /// Writes one self-contained file: magic, metadata length (u32 LE), JSON metadata,
 /// burnpack bytes, and the CRC-32C (u32 LE) of everything before it. The weights must be
 /// finite.
-pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
-    check_finite(model).with_context(|| format!("refusing to write {}", path.display()))?;
+pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<(), ModelError> {
+    check_finite(model).map_err(|e| e.context(format!("refusing to write {}", path.display())))?;
     let tmp = tempdir_near(path)?;
     let bpk = tmp.join("model.bpk");
-    model.clone().save_file(&bpk).map_err(|e| anyhow::anyhow!("saving weights: {e:?}"))?;
-    let weights = std::fs::read(&bpk)?;
+    let saved = model.clone().save_file(&bpk).map_err(|e| ModelError::SaveWeights(format!("{e:?}")));
+    let weights = saved.and_then(|_| std::fs::read(&bpk).map_err(ModelError::read(&bpk)));
     let _ = std::fs::remove_dir_all(&tmp);
-    let json = serde_json::to_vec(meta)?;
+    let weights = weights?;
+    let json = serde_json::to_vec(meta).expect("model metadata serialises");
     let mut out = EXPORT_MAGIC.to_vec();
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
     out.extend_from_slice(&json);
@@ -158,7 +162,7 @@ pub fn export_model(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()>
 
 /// Loads a model from a file written by [`export_model`], or from a checkpoint directory.
 /// A version-1 export (no checksum) loads with a warning on stderr.
-pub fn load_exported(path: &Path) -> Result<(TakNet, ModelMeta)> {
+pub fn load_exported(path: &Path) -> Result<(TakNet, ModelMeta), ModelError> {
     let (model, meta, verified) = load_exported_verified(path)?;
     if verified == Verified::NoChecksum && !path.is_dir() {
         eprintln!(
@@ -172,11 +176,11 @@ pub fn load_exported(path: &Path) -> Result<(TakNet, ModelMeta)> {
 }
 
 /// [`load_exported`] without the warning: also says whether a checksum was verified.
-pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verified)> {
+pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verified), ModelError> {
     if path.is_dir() {
         return load_model_verified(path);
     }
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(ModelError::read(path))?;
     load_exported_bytes(&bytes, &path.display().to_string())
 }
 
@@ -184,43 +188,41 @@ pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verifie
 /// order: the magic and checksum, the metadata's length, fields and limits
 /// ([`ModelMeta::from_json`]), the stored tensors against the architecture, then builds
 /// the network and checks that its weights are finite.
-pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMeta, Verified)> {
+pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMeta, Verified), ModelError> {
     let (body, verified) = if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC {
-        let body = split_crc(bytes)
-            .map_err(|e| anyhow::anyhow!("{name}: {e}; export the model again or restore it from a copy"))?;
+        let body = split_crc(bytes).map_err(|source| ModelError::Damaged { name: name.into(), source })?;
         (body, Verified::Ok)
     } else if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC_V1 {
         (bytes, Verified::NoChecksum)
     } else {
-        bail!("{name} is not a Bredon model file");
+        return Err(ModelError::NotAModel { name: name.into() });
     };
     if body.len() < 12 {
-        bail!("{name} is truncated");
+        return Err(ModelError::Truncated { name: name.into() });
     }
     let len = u32::from_le_bytes(body[8..12].try_into().expect("4 bytes"));
     if len as usize > Limits::METADATA_BYTES {
         let e = ModelFileError::MetadataTooLong { len: len.into(), max: Limits::METADATA_BYTES };
-        return Err(anyhow::Error::new(e).context(format!("in {name}")));
+        return Err(ModelError::invalid(name, e));
     }
     let len = len as usize;
     if body.len() < 12 + len {
-        bail!("{name} is truncated");
+        return Err(ModelError::Truncated { name: name.into() });
     }
-    let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len]).map_err(|e| {
-        anyhow::anyhow!("metadata of {name} is not valid JSON: {}", bounded(&e.to_string(), MAX_MESSAGE))
-    })?;
-    let meta = ModelMeta::from_json(json).with_context(|| format!("in {name}"))?;
-    let model =
-        weights_from_bytes(&meta, body[12 + len..].to_vec()).with_context(|| format!("loading weights of {name}"))?;
-    check_finite(&model).with_context(|| format!("in {name}"))?;
+    let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len])
+        .map_err(|e| ModelError::BadJson { name: name.into(), detail: bounded(&e.to_string(), MAX_MESSAGE) })?;
+    let meta = ModelMeta::from_json(json).map_err(|e| ModelError::invalid(name, e))?;
+    let model = weights_from_bytes(&meta, body[12 + len..].to_vec())
+        .map_err(|e| ModelError::invalid(format!("loading weights of {name}"), e))?;
+    check_finite(&model).map_err(|e| e.context(format!("in {name}")))?;
     Ok((model, meta, verified))
 }
 
-fn tempdir_near(path: &Path) -> Result<std::path::PathBuf> {
+fn tempdir_near(path: &Path) -> Result<std::path::PathBuf, ModelError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let t = dir.join(format!(".tmp-export-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    std::fs::create_dir_all(&t)?;
+    std::fs::create_dir_all(&t).map_err(|source| ModelError::Write { path: t.clone(), source })?;
     Ok(t)
 }

@@ -1,10 +1,10 @@
 //! The network's half of file integrity: weights must be finite to be written or loaded.
 //! (Checksums, CRC-32C trailers and checked JSON are `bredon_storage::integrity`.)
 
-use anyhow::{Result, bail};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 
+use crate::error::ModelError;
 use crate::model::TakNet;
 
 /// Finds the first parameter of a module holding a NaN or an infinity.
@@ -37,11 +37,11 @@ impl ModuleVisitor for FiniteCheck {
 
 /// Errors if any weight of `model` (parameters and batch-norm statistics) is NaN or
 /// infinite, naming the first such tensor.
-pub fn check_finite(model: &TakNet) -> Result<()> {
+pub fn check_finite(model: &TakNet) -> Result<(), ModelError> {
     let mut v = FiniteCheck { path: Vec::new(), bad: None };
     model.visit(&mut v);
-    if let Some((name, bad, total)) = v.bad {
-        bail!("non-finite weights: {bad} of {total} values of `{name}` are NaN or infinite");
+    if let Some((tensor, bad, total)) = v.bad {
+        return Err(ModelError::NonFinite { tensor, bad, total });
     }
     Ok(())
 }

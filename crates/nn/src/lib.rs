@@ -14,6 +14,7 @@
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
+//! - [`error`]: [`ModelError`] (checkpoints, exports) and [`error::OnnxError`].
 //! - [`integrity`]: finite-weight checks (checksums are `bredon_storage::integrity`).
 //! - [`limits`]: bounds on the architecture and weights a model file may describe,
 //!   checked before anything is allocated.
@@ -21,6 +22,7 @@
 pub mod checkpoint;
 pub mod device;
 pub mod encoding;
+pub mod error;
 pub mod fast;
 pub mod folded;
 pub mod inference;
@@ -32,6 +34,7 @@ pub mod policy;
 pub mod train;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
+pub use error::{ModelError, OnnxError};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, PolicyHead, TakNet};
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};

@@ -17,7 +17,7 @@
 //!   `policy_size`, `net` (the [`crate::NetConfig`] as JSON), `blocks`, `channels`,
 //!   `step`, `generation`, `producer`.
 
-use anyhow::{Context, Result, bail};
+use crate::error::OnnxError;
 use onnx_protobuf::attribute_proto::AttributeType;
 use onnx_protobuf::tensor_proto::DataType;
 use onnx_protobuf::tensor_shape_proto::{Dimension, dimension};
@@ -155,13 +155,13 @@ impl Builder {
         fc: (Option<&FoldedLinear>, &str),
         out: (Option<&FoldedConv>, &str),
         output: &str,
-    ) -> Result<()> {
+    ) -> Result<(), OnnxError> {
         match (fc, out, p_flat) {
             ((Some(fc), name), _, Some(flat)) => {
                 self.gemm(name, flat, fc, Some(output));
             }
             (_, (Some(out), name), _) => self.per_square_logits(name, p, out, output),
-            _ => bail!("the network has no policy head for {output}"),
+            _ => return Err(OnnxError::NoPolicyHead(output.into())),
         }
         Ok(())
     }
@@ -199,16 +199,13 @@ impl Builder {
 }
 
 /// The ONNX model of `net` with `meta`'s metadata, serialised.
-pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
+pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>, OnnxError> {
     let n = net.size();
     if meta.size != n || meta.net != net.config {
-        bail!(
-            "metadata ({} {}) does not describe the network ({} {})",
-            meta.size,
-            meta.net.name(),
-            n,
-            net.config.name()
-        );
+        return Err(OnnxError::MetaMismatch {
+            meta: format!("{} {}", meta.size, meta.net.name()),
+            net: format!("{} {}", n, net.config.name()),
+        });
     }
     let version = net.config.input_version;
     let planes = planes(version);
@@ -294,7 +291,7 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
         ("input_version", meta.input_version.to_string()),
         ("planes", planes.to_string()),
         ("policy_size", policy_size(n).to_string()),
-        ("net", serde_json::to_string(&meta.net)?),
+        ("net", serde_json::to_string(&meta.net).expect("a network configuration serialises")),
         ("blocks", meta.net.blocks.to_string()),
         ("channels", meta.net.channels.to_string()),
         ("step", meta.step.to_string()),
@@ -318,11 +315,11 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>> {
             .collect(),
         ..Default::default()
     };
-    model.write_to_bytes().context("serialising the ONNX model")
+    model.write_to_bytes().map_err(OnnxError::Serialise)
 }
 
 /// Writes `model` as an ONNX file at `path` (atomically).
-pub fn export_onnx(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<()> {
+pub fn export_onnx(model: &TakNet, meta: &ModelMeta, path: &Path) -> Result<(), OnnxError> {
     let bytes = onnx_bytes(&FoldedNet::from_model(model, meta.size), meta)?;
     Ok(atomic_write(path, &bytes)?)
 }
@@ -344,11 +341,11 @@ pub struct OnnxSummary {
 }
 
 /// Reads back an ONNX file's [`OnnxSummary`].
-pub fn read_onnx_summary(path: &Path) -> Result<OnnxSummary> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+pub fn read_onnx_summary(path: &Path) -> Result<OnnxSummary, OnnxError> {
+    let bytes = std::fs::read(path).map_err(|source| OnnxError::Read { path: path.into(), source })?;
     let model =
-        ModelProto::parse_from_bytes(&bytes).with_context(|| format!("{} is not an ONNX model", path.display()))?;
-    let graph = model.graph.as_ref().with_context(|| format!("{} has no graph", path.display()))?;
+        ModelProto::parse_from_bytes(&bytes).map_err(|source| OnnxError::NotOnnx { path: path.into(), source })?;
+    let graph = model.graph.as_ref().ok_or_else(|| OnnxError::NoGraph { path: path.into() })?;
     Ok(OnnxSummary {
         opset: model.opset_import.iter().find(|o| o.domain.is_empty()).map_or(0, |o| o.version),
         inputs: graph.input.iter().map(|i| i.name.clone()).collect(),

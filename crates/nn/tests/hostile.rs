@@ -64,7 +64,7 @@ fn refused(name: &str, file: &[u8], needles: &[&str]) -> String {
     let took = t.elapsed();
     let e = match r {
         Ok(_) => panic!("{name}: loaded"),
-        Err(e) => format!("{e:#}"),
+        Err(e) => bredon_storage::error_chain(&e),
     };
     assert!(e.len() < MAX_LEN, "{name}: a message of {} bytes: {}", e.len(), &e[..e.len().min(2000)]);
     for n in needles {
@@ -265,7 +265,7 @@ fn a_hostile_checkpoint_directory_is_refused_naming_the_field() {
         meta["net"][field] = value;
         write(&meta);
         let t = Instant::now();
-        let e = format!("{:#}", load_model(dir.path()).err().unwrap());
+        let e = bredon_storage::error_chain(&load_model(dir.path()).err().unwrap());
         assert!(e.contains(needle) && e.len() < MAX_LEN && t.elapsed() < Duration::from_secs(1), "{e}");
         meta = shipped().0;
     }

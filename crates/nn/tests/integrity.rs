@@ -17,10 +17,10 @@ fn tiny(size: usize) -> NetConfig {
 }
 
 #[track_caller]
-fn err_of<T>(r: anyhow::Result<T>) -> String {
+fn err_of<T, E: std::error::Error>(r: Result<T, E>) -> String {
     match r {
         Ok(_) => panic!("expected an error"),
-        Err(e) => format!("{e:#}"),
+        Err(e) => bredon_storage::error_chain(&e),
     }
 }
 

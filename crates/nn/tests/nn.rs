@@ -77,12 +77,12 @@ fn check_save_load_and_export(cfg: &NetConfig) {
     bad.input_version = 9;
     bad.net.input_version = 9;
     std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
-    let err = format!("{:#}", load_model(dir.path()).unwrap_err());
+    let err = bredon_storage::error_chain(&load_model(dir.path()).unwrap_err());
     assert!(err.contains("input format version 9"), "{err}");
     let mut bad = meta.clone();
     bad.input_version = 3 - cfg.input_version;
     std::fs::write(dir.path().join("model.json"), serde_json::to_string(&bad).unwrap()).unwrap();
-    let err = format!("{:#}", load_model(dir.path()).unwrap_err());
+    let err = bredon_storage::error_chain(&load_model(dir.path()).unwrap_err());
     assert!(err.contains("inconsistent"), "{err}");
     assert!(load_exported(&dir.path().join("model.json")).is_err());
 }

@@ -1,7 +1,7 @@
 //! The run configuration: one struct per concern, read from TOML. Every knob has a
 //! default; unknown keys are errors (a typo must not silently fall back to a default).
 
-use anyhow::{Context, Result, bail};
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -335,82 +335,92 @@ fn non_finite_key(v: &toml::Value, at: &str) -> Option<String> {
     }
 }
 
+/// Returns [`ConfigError::Invalid`] with a formatted message.
+macro_rules! invalid {
+    ($($arg:tt)*) => {
+        return Err(ConfigError::Invalid(format!($($arg)*)))
+    };
+}
+
 impl RunConfig {
     /// Parses TOML text; errors name the line and the key.
-    pub fn from_toml(text: &str) -> Result<RunConfig> {
-        let cfg: RunConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    pub fn from_toml(text: &str) -> Result<RunConfig, ConfigError> {
+        let cfg: RunConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// Reads and parses a config file.
-    pub fn load(path: &Path) -> Result<RunConfig> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        RunConfig::from_toml(&text).with_context(|| format!("in config {}", path.display()))
+    pub fn load(path: &Path) -> Result<RunConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        RunConfig::from_toml(&text).map_err(|e| ConfigError::In { path: path.into(), source: Box::new(e) })
     }
 
     /// Checks values that parse but make no sense.
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         // TOML has `nan` and `inf`: no knob means anything with them.
-        let value = toml::Value::try_from(self).context("config does not serialise")?;
+        let value = toml::Value::try_from(self).expect("a config serialises");
         if let Some(key) = non_finite_key(&value, "") {
-            bail!("{key} is not a finite number");
+            invalid!("{key} is not a finite number");
         }
         let g = &self.game;
         if !(3..=8).contains(&g.size) {
-            bail!("game.size = {} is not a Tak board size (3 to 8)", g.size);
+            invalid!("game.size = {} is not a Tak board size (3 to 8)", g.size);
         }
         if (g.komi * 2.0).fract() != 0.0 || g.komi.abs() > 60.0 {
-            bail!("game.komi = {} must be a multiple of 0.5", g.komi);
+            invalid!("game.komi = {} must be a multiple of 0.5", g.komi);
         }
-        bredon_nn::encoding::check_input_version(self.net.input_version).context("in [net] input_version")?;
+        bredon_nn::encoding::check_input_version(self.net.input_version).map_err(ConfigError::InputVersion)?;
         if self.net.size != 0 && self.net.size != g.size {
-            bail!("net.size = {} differs from game.size = {}", self.net.size, g.size);
+            invalid!("net.size = {} differs from game.size = {}", self.net.size, g.size);
         }
         let s = &self.selfplay;
         if s.games_per_generation == 0 || s.concurrent_games == 0 || s.visits == 0 {
-            bail!("selfplay.games_per_generation, concurrent_games and visits must be positive");
+            invalid!("selfplay.games_per_generation, concurrent_games and visits must be positive");
         }
         if !(0.0..=1.0).contains(&s.full_search_prob) || !(0.0..=1.0).contains(&s.resign_playthrough) {
-            bail!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
+            invalid!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
         }
         if !(s.visits_start_fraction > 0.0 && s.visits_start_fraction <= 1.0) {
-            bail!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);
+            invalid!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);
         }
         let t = &self.train;
         if t.batch_size == 0 || t.learning_rate <= 0.0 {
-            bail!("train.batch_size and train.learning_rate must be positive");
+            invalid!("train.batch_size and train.learning_rate must be positive");
         }
         if !(t.lr_decay > 0.0 && t.lr_decay <= 1.0) {
-            bail!("train.lr_decay = {} must be in (0, 1]", t.lr_decay);
+            invalid!("train.lr_decay = {} must be in (0, 1]", t.lr_decay);
         }
         let last_lr = t.lr_at(u64::MAX);
         if last_lr.is_nan() || last_lr <= 0.0 {
-            bail!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
+            invalid!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
         }
         if !(0.0..=1.0).contains(&t.search_value_weight) {
-            bail!("train.search_value_weight = {} must be from 0 to 1", t.search_value_weight);
+            invalid!("train.search_value_weight = {} must be from 0 to 1", t.search_value_weight);
         }
         if t.window_min == 0 || t.window_max < t.window_min {
-            bail!("train.window_min must be positive and at most train.window_max");
+            invalid!("train.window_min must be positive and at most train.window_max");
         }
         let search = &self.search;
         if search.gumbel_actions == 0 || search.gumbel_c_visit < 0.0 || search.gumbel_c_scale <= 0.0 {
-            bail!("search.gumbel_actions and gumbel_c_scale must be positive, gumbel_c_visit at least 0");
+            invalid!("search.gumbel_actions and gumbel_c_scale must be positive, gumbel_c_visit at least 0");
         }
         if search.leaf_batch == 0 {
-            bail!("search.leaf_batch must be at least 1");
+            invalid!("search.leaf_batch must be at least 1");
         }
         let gate = &self.eval.gate;
         if gate.enabled {
             if gate.games < 2 {
-                bail!("eval.gate.games = {} must be at least 2 (games are played in colour-swapped pairs)", gate.games);
+                invalid!(
+                    "eval.gate.games = {} must be at least 2 (games are played in colour-swapped pairs)",
+                    gate.games
+                );
             }
             if !(0.0..=1.0).contains(&gate.threshold) {
-                bail!("eval.gate.threshold = {} must be a score from 0 to 1", gate.threshold);
+                invalid!("eval.gate.threshold = {} must be a score from 0 to 1", gate.threshold);
             }
             if gate.elo1 <= gate.elo0 || !(0.0..0.5).contains(&gate.alpha) || !(0.0..0.5).contains(&gate.beta) {
-                bail!("eval.gate needs elo1 > elo0 and alpha, beta in (0, 0.5)");
+                invalid!("eval.gate needs elo1 > elo0 and alpha, beta in (0, 0.5)");
             }
         }
         Ok(())
@@ -422,7 +432,7 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        format!("{:#}", RunConfig::from_toml(text).unwrap_err())
+        bredon_storage::error_chain(&RunConfig::from_toml(text).unwrap_err())
     }
 
     use bredon_nn::OptimizerKind;
@@ -467,7 +477,7 @@ mod tests {
             let p = entry.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if name.starts_with("ab-") && name.ends_with("-b.toml") {
-                RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+                RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
                 candidates += 1;
             }
         }

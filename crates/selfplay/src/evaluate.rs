@@ -2,7 +2,7 @@
 //! against the uniform-policy search and against the first checkpoint, with the same
 //! visits on both sides, colours alternating. Full Elo tables come from `bredon arena`.
 
-use anyhow::Result;
+use crate::error::{Result, RunError};
 use bredon_mcts::{Evaluator, Search, SearchConfig, UniformEvaluator};
 use bredon_rules::{Color, GameOptions, Position};
 use rand::SeedableRng;
@@ -57,7 +57,7 @@ pub fn play_match(
         let handles: Vec<_> = (0..games).map(|g| scope.spawn(move || play_one(g))).collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an evaluation game panicked"))))
+            .map(|h| h.join().unwrap_or_else(|_| Err(RunError::Panicked("an evaluation game"))))
             .collect()
     });
     let mut score = 0.0;

@@ -1,6 +1,6 @@
 //! The training loop's view of the network: create, load, save, train, serve.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result, RunError};
 use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::inference::InferenceService;
@@ -71,12 +71,11 @@ impl Learner {
         let (model, meta) = load_model(dir)?;
         let net = net_config(cfg);
         if meta.net != net {
-            anyhow::bail!(
-                "checkpoint {} is a {} network, the config asks for {}",
-                dir.display(),
-                meta.net.name(),
-                net.name()
-            );
+            return Err(RunError::ArchitectureMismatch {
+                model: format!("checkpoint {}", dir.display()),
+                found: meta.net.name(),
+                wanted: net.name(),
+            });
         }
         let mut trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
         let opt = dir.join("optimizer.bpk");
@@ -97,15 +96,18 @@ impl Learner {
         let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
         let net = net_config(cfg);
         if meta.net != net {
-            anyhow::bail!("{} is a {} network, the config asks for {}", path.display(), meta.net.name(), net.name());
+            return Err(RunError::ArchitectureMismatch {
+                model: path.display().to_string(),
+                found: meta.net.name(),
+                wanted: net.name(),
+            });
         }
         if meta.half_komi != cfg.game.half_komi() {
-            anyhow::bail!(
-                "{} was trained with komi {}, the config asks for {}",
-                path.display(),
-                meta.half_komi as f64 / 2.0,
-                cfg.game.half_komi() as f64 / 2.0
-            );
+            return Err(RunError::KomiMismatch {
+                model: path.display().to_string(),
+                found: meta.half_komi as f64 / 2.0,
+                wanted: cfg.game.half_komi() as f64 / 2.0,
+            });
         }
         let trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
         let learner = Learner::with_trainer(cfg, net, trainer);

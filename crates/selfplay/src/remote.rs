@@ -24,7 +24,7 @@
 //! leaves the directory; the next worker on the same cache uploads it (same key, same
 //! contents).
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result, RunError};
 use bredon_storage::fsutil::{atomic_write, is_temp_name};
 use bredon_storage::{Store, bundle};
 use std::path::{Path, PathBuf};
@@ -124,7 +124,7 @@ impl Remote {
             let Some(bytes) = self.store.get(pointer)? else { continue };
             let name = String::from_utf8_lossy(&bytes).trim().to_string();
             if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-                anyhow::bail!("{} names {name:?}, not a checkpoint", self.store.describe(pointer));
+                return Err(RunError::BadPointer { pointer: self.store.describe(pointer), name });
             }
             self.pull_checkpoint(&name, optimizer)?;
             atomic_write(&self.cache.root().join(pointer), &bytes)?;
@@ -146,20 +146,14 @@ impl Remote {
         }
         for f in ["model.bpk", "model.json"] {
             if !self.fetch(&format!("{dir}/{f}"))? {
-                anyhow::bail!(
-                    "{} is missing: the checkpoint is incomplete",
-                    self.store.describe(&format!("{dir}/{f}"))
-                );
+                return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&format!("{dir}/{f}")) });
             }
         }
         if optimizer {
             self.fetch(&format!("{dir}/optimizer.bpk"))?;
         }
         if !self.fetch(&format!("{dir}/state.json"))? {
-            anyhow::bail!(
-                "{} is missing: the checkpoint is incomplete",
-                self.store.describe(&format!("{dir}/state.json"))
-            );
+            return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&format!("{dir}/state.json")) });
         }
         Ok(())
     }

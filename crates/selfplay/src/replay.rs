@@ -10,12 +10,13 @@
 //! A record keeps the moves and, per ply, the search's visit counts; positions are rebuilt
 //! by replaying the moves, so a 4x4 game of 30 plies takes well under a kilobyte.
 
-use anyhow::{Context, Result, bail};
 use bredon_rules::{Color, GameOptions, GameResult, Move, Position};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::error::RecordError;
+use crate::error::Result;
 use crate::fsutil::{TMP_SUFFIX, atomic_write};
 use bredon_storage::integrity::{Verified, append_crc, split_crc};
 
@@ -23,20 +24,6 @@ use bredon_storage::integrity::{Verified, append_crc, split_crc};
 pub const MAGIC: &[u8; 8] = b"BREDONG1";
 /// Version of the record layout below (2: version 1 plus a CRC-32C trailer).
 pub const FORMAT_VERSION: u32 = 2;
-
-/// Why a decoded record cannot be used (the checks added for hostile files; the older
-/// ones are plain messages).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecordError {
-    /// A ply's visit counts name a move that is not legal in the position searched.
-    #[error("record ply {ply}: its visit counts name an illegal move (code {mv})")]
-    IllegalPolicyMove {
-        /// The ply (from 1).
-        ply: usize,
-        /// The move's code (`Move.0`).
-        mv: u16,
-    },
-}
 
 /// How a game ended, as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,8 +182,9 @@ impl GameRecord {
     }
 
     /// Replays the game and returns its training samples.
-    pub fn samples(&self) -> Result<Vec<Sample>> {
-        let mut pos = Position::with_options(self.options())?;
+    pub fn samples(&self) -> Result<Vec<Sample>, RecordError> {
+        let mut pos =
+            Position::with_options(self.options()).map_err(|source| RecordError::IllegalMove { ply: 0, source })?;
         let policies: Vec<Option<SharedPolicy>> = self
             .plies
             .iter()
@@ -213,7 +201,7 @@ impl GameRecord {
                 // Every policy move must be legal where it was searched: training indexes
                 // the policy by move, and a move of another board size is out of range.
                 if let Some(&(mv, _)) = policy.iter().find(|&&(mv, _)| !pos.is_legal(mv)) {
-                    return Err(RecordError::IllegalPolicyMove { ply: i + 1, mv: mv.0 }.into());
+                    return Err(RecordError::IllegalPolicyMove { ply: i + 1, mv: mv.0 });
                 }
                 out.push(Sample {
                     position: pos.clone(),
@@ -225,7 +213,7 @@ impl GameRecord {
                     opponent_policy: policies.get(i + 1).cloned().flatten(),
                 });
             }
-            pos.play(Move(ply.mv)).with_context(|| format!("record ply {} is illegal", i + 1))?;
+            pos.play(Move(ply.mv)).map_err(|source| RecordError::IllegalMove { ply: i + 1, source })?;
         }
         // The last position reached: the end of the game, or where it was adjudicated or
         // resigned.
@@ -240,25 +228,25 @@ impl GameRecord {
     }
 
     /// Encodes the record with its header and checksum.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, RecordError> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend(postcard::to_allocvec(self)?);
+        out.extend(postcard::to_allocvec(self).map_err(RecordError::Encode)?);
         append_crc(&mut out);
         Ok(out)
     }
 
     /// Decodes a record, checking the header and the checksum.
-    pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<GameRecord, RecordError> {
         Ok(GameRecord::from_bytes_verified(bytes)?.0)
     }
 
     /// Decodes a record and says whether it carried a checksum (version 1 did not). The
     /// record's fields are checked to be in range; [`GameRecord::samples`] checks that
     /// the moves are legal.
-    pub fn from_bytes_verified(bytes: &[u8]) -> Result<(GameRecord, Verified)> {
+    pub fn from_bytes_verified(bytes: &[u8]) -> Result<(GameRecord, Verified), RecordError> {
         if bytes.len() < 12 || &bytes[..8] != MAGIC {
-            bail!("not a Bredon game record (bad magic)");
+            return Err(RecordError::BadMagic);
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         let (body, verified) = match version {
@@ -267,34 +255,34 @@ impl GameRecord {
                 // What the checksum covers may be shorter than the header (a 12- to 15-byte
                 // file; only a fuzz build, which skips the checksum, reaches it).
                 let body = split_crc(bytes)?;
-                let Some(body) = body.get(12..) else { bail!("game record truncated ({} bytes)", bytes.len()) };
+                let Some(body) = body.get(12..) else { return Err(RecordError::Truncated { len: bytes.len() }) };
                 (body, Verified::Ok)
             }
-            _ => bail!("game record format {version}, this build reads 1 and {FORMAT_VERSION}"),
+            _ => return Err(RecordError::UnknownFormat { found: version, latest: FORMAT_VERSION }),
         };
-        let record: GameRecord = postcard::from_bytes(body).context("undecodable record")?;
+        let record: GameRecord = postcard::from_bytes(body).map_err(RecordError::Undecodable)?;
         if !(3..=8).contains(&record.size) {
-            bail!("record has board size {}", record.size);
+            return Err(RecordError::OutOfRange(format!("board size {}", record.size)));
         }
         let outcome = match record.result {
             StoredResult::Finished { outcome, .. } | StoredResult::Adjudicated { outcome } => outcome,
         };
         if outcome > 2 {
-            bail!("record has outcome {outcome}");
+            return Err(RecordError::OutOfRange(format!("outcome {outcome}")));
         }
         if record.plies.iter().any(|p| !p.root_value.is_finite()) {
-            bail!("record has a non-finite root value");
+            return Err(RecordError::OutOfRange("a non-finite root value".into()));
         }
         Ok((record, verified))
     }
 
     /// Reads and checks a `.game` file, replaying it: the record and its training
     /// samples. Errors name the file.
-    pub fn load(path: &Path) -> Result<(GameRecord, Vec<Sample>, Verified)> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let (record, verified) =
-            GameRecord::from_bytes_verified(&bytes).with_context(|| format!("{}", path.display()))?;
-        let samples = record.samples().with_context(|| format!("{}", path.display()))?;
+    pub fn load(path: &Path) -> Result<(GameRecord, Vec<Sample>, Verified), RecordError> {
+        let bytes = std::fs::read(path).map_err(|source| RecordError::Read { path: path.into(), source })?;
+        let in_file = |e| RecordError::In { path: path.into(), source: Box::new(e) };
+        let (record, verified) = GameRecord::from_bytes_verified(&bytes).map_err(in_file)?;
+        let samples = record.samples().map_err(in_file)?;
         Ok((record, samples, verified))
     }
 
@@ -460,11 +448,7 @@ mod tests {
         r.plies[1].visits.push((far.0, 1));
         let back = GameRecord::from_bytes(&r.to_bytes().unwrap()).unwrap();
         let e = back.samples().unwrap_err();
-        assert_eq!(
-            e.downcast_ref::<RecordError>(),
-            Some(&RecordError::IllegalPolicyMove { ply: 2, mv: far.0 }),
-            "{e:#}"
-        );
+        assert!(matches!(e, RecordError::IllegalPolicyMove { ply: 2, mv } if mv == far.0), "{e}");
         let mut r = sample_record();
         r.plies[0].visits = vec![(r.plies[0].mv, u32::MAX), (r.plies[0].visits[1].0, u32::MAX)];
         let samples = GameRecord::from_bytes(&r.to_bytes().unwrap()).unwrap().samples().unwrap();

@@ -13,7 +13,7 @@
 //!   arena/                 evaluation games, results, ratings, plots
 //! ```
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, RunError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -88,7 +88,7 @@ impl RunDir {
             return Ok(None);
         }
         let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        let rec = serde_json::from_str(&text).with_context(|| format!("{} is not a valid init record", p.display()))?;
+        let rec = serde_json::from_str(&text).map_err(|source| RunError::Json { path: p.clone(), source })?;
         Ok(Some(rec))
     }
 
@@ -155,7 +155,7 @@ impl RunDir {
             Ok(s) => {
                 let name = s.trim().to_string();
                 if name.is_empty() || !self.checkpoint_dir(&name).join("state.json").is_file() {
-                    bail!("{} points to {name:?}, which is not a complete checkpoint", p.display());
+                    return Err(RunError::BadPointer { pointer: p.display().to_string(), name });
                 }
                 Ok(Some(name))
             }
@@ -276,12 +276,9 @@ impl RunLock {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
-                let who = if holder.is_empty() { "another process".to_string() } else { format!("process {holder}") };
-                bail!(
-                    "{} is in use: {who} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)",
-                    run.root().display(),
-                    path.display()
-                );
+                let holder =
+                    if holder.is_empty() { "another process".to_string() } else { format!("process {holder}") };
+                return Err(RunError::Locked { run: run.root().to_path_buf(), holder, lock: path });
             }
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("locking {}", path.display()));
@@ -347,7 +344,7 @@ mod tests {
         assert_eq!((back, opt, v), (st.clone(), Some(crc32c(b"adam moments")), Verified::Ok));
         let text = std::fs::read_to_string(ck.join("state.json")).unwrap();
         std::fs::write(ck.join("state.json"), text.replace("\"step\": 4", "\"step\": 5")).unwrap();
-        let err = format!("{:#}", run.read_state("gen-0001").unwrap_err());
+        let err = bredon_storage::error_chain(&run.read_state("gen-0001").unwrap_err());
         assert!(err.contains("state.json") && err.contains("checksum mismatch"), "{err}");
         // A state.json from before checksums reads, unverified.
         std::fs::write(ck.join("state.json"), serde_json::to_vec(&st).unwrap()).unwrap();
@@ -363,7 +360,7 @@ mod tests {
         let lock = RunLock::acquire(&run).unwrap();
         assert_eq!(std::fs::read_to_string(run.lock_path()).unwrap().trim(), std::process::id().to_string());
         // A second trainer (another open file description, as another process has) is refused.
-        let err = format!("{:#}", RunLock::acquire(&run).unwrap_err());
+        let err = bredon_storage::error_chain(&RunLock::acquire(&run).unwrap_err());
         assert!(err.contains(&format!("process {}", std::process::id())) && err.contains("train.lock"), "{err}");
         drop(lock);
         let _again = RunLock::acquire(&run).unwrap();

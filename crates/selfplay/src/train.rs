@@ -16,7 +16,7 @@
 //! `g+1` then waits for them and plays whatever is missing. A kill loses only unfinished
 //! games here too: finished ones are files in `games/gen-(g+1)/` like any others.
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Result, RunError};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -38,7 +38,8 @@ use bredon_nn::LossSum;
 /// Called with the generation number once each checkpoint's files are complete, before
 /// the `latest` pointer moves to it (a kill during the hook redoes the generation, hook
 /// included). The CLI uses it for gating and for the arena's Elo ladder.
-pub type CheckpointHook = Arc<dyn Fn(u32) -> Result<()> + Send + Sync>;
+pub type CheckpointHook =
+    Arc<dyn Fn(u32) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
 /// How `train` runs, beyond the config.
 #[derive(Clone, Default)]
@@ -178,12 +179,11 @@ impl StepGuard {
                 self.skipped += 1;
                 eprintln!("warning: skipped training step {}: {why}", step + 1);
                 if self.consecutive >= MAX_CONSECUTIVE_SKIPPED_STEPS {
-                    bail!(
-                        "training diverged: {} training steps in a row had a non-finite loss or gradient (last: {why}); \
-                         nothing was written, the run stays at its last good checkpoint {checkpoint}. \
-                         Lower [train] lr (or check the replay games with `bredon check --run`) and resume",
-                        self.consecutive
-                    );
+                    return Err(RunError::Diverged {
+                        steps: self.consecutive,
+                        last: why.to_string(),
+                        checkpoint: checkpoint.to_string(),
+                    });
                 }
                 Ok(false)
             }
@@ -217,7 +217,7 @@ pub fn open_run(run: &RunDir, config: Option<&RunConfig>, config_text: Option<&s
         return Ok(cfg);
     }
     let (Some(cfg), Some(text)) = (config, config_text) else {
-        bail!("{} is not a run directory (no config.toml) and no --config was given", run.root().display());
+        return Err(RunError::NotARun { path: run.root().to_path_buf(), config_given: false });
     };
     atomic_write(&saved, text.as_bytes())?;
     Ok(cfg.clone())
@@ -371,7 +371,7 @@ fn init_from_model(
     if let Some(m) = init_minutes
         && !(m.is_finite() && m >= 0.0)
     {
-        bail!("--init-minutes must be a number of minutes, 0 or more (got {m})");
+        return Err(RunError::InitMinutes(m));
     }
     let (learner, meta) =
         Learner::from_model_file(cfg, path).with_context(|| format!("initialising the run from {}", path.display()))?;
@@ -381,7 +381,7 @@ fn init_from_model(
         None => None,
     };
     let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
-    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init)?.as_bytes())?;
+    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init).expect("an init record serialises").as_bytes())?;
     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
     Ok((learner, meta.step))
 }
@@ -549,7 +549,7 @@ fn publish_phase(
     if let Some(hook) = &opts.after_checkpoint
         && let Err(e) = hook(state.generation)
     {
-        eprintln!("warning: checkpoint hook for {next} failed: {e:#}");
+        eprintln!("warning: checkpoint hook for {next} failed: {}", bredon_storage::error_chain(&*e));
     }
     if let (Some(r), Some(lease)) = (opts.remote.as_deref(), lease) {
         // Checkpoint, log and `best` first, `latest` last: a worker that sees the new
@@ -719,7 +719,7 @@ impl Background {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        handle.join().map_err(|_| anyhow::anyhow!("the background self-play thread panicked"))?
+        handle.join().map_err(|_| RunError::Panicked("the background self-play thread"))?
     }
 }
 
@@ -821,7 +821,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         })
         .flat_map(|line| [line, "\n"])
         .collect();
-    text.push_str(&serde_json::to_string(s)?);
+    text.push_str(&serde_json::to_string(s).expect("a generation summary serialises"));
     text.push('\n');
     Ok(atomic_write(&path, text.as_bytes())?)
 }

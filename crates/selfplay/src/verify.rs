@@ -1,8 +1,9 @@
 //! `bredon check --run DIR`: verifies every file of a run directory (checksums, finite
 //! weights, legal games, parsable logs) and says what is damaged and what it costs.
 
-use anyhow::Result;
+use crate::error::{Result, RunError};
 use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
+use bredon_storage::fsutil::files_under;
 use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
 use std::path::{Path, PathBuf};
 
@@ -39,13 +40,18 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    fn note(&mut self, path: &Path, r: Result<Verified>, consequence: impl FnOnce() -> String) {
+    fn note<E: std::error::Error>(
+        &mut self,
+        path: &Path,
+        r: Result<Verified, E>,
+        consequence: impl FnOnce() -> String,
+    ) {
         match r {
             Ok(Verified::Ok) => self.ok += 1,
             Ok(Verified::NoChecksum) => self.unverified.push(path.to_path_buf()),
             Err(e) => self.damaged.push(Damage {
                 path: path.to_path_buf(),
-                problem: format!("{e:#}"),
+                problem: bredon_storage::error_chain(&e),
                 consequence: consequence(),
             }),
         }
@@ -60,7 +66,7 @@ impl RunReport {
 pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     let root = run.root();
     if !run.config_path().is_file() {
-        anyhow::bail!("{} is not a run directory (no config.toml)", root.display());
+        return Err(RunError::NotARun { path: root.to_path_buf(), config_given: true });
     }
     let mut rep = RunReport::default();
     rep.note(&run.config_path(), RunConfig::load(&run.config_path()).map(|_| Verified::Ok), || {
@@ -68,7 +74,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     });
     // Pointers.
     let latest = run.latest();
-    rep.note(&root.join("latest"), latest.as_ref().map(|_| Verified::Ok).map_err(|e| anyhow::anyhow!("{e:#}")), || {
+    rep.note(&root.join("latest"), latest.as_ref().map(|_| Verified::Ok), || {
         "the run cannot resume: write the name of the newest intact checkpoint into `latest`".into()
     });
     if root.join("best").exists() {
@@ -108,7 +114,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         rep.note(&dir.join("model.bpk"), load_model_verified(&dir).map(|m| m.2), lost);
         let opt = dir.join("optimizer.bpk");
         if opt.exists() {
-            let r = std::fs::read(&opt).map_err(anyhow::Error::from).and_then(|b| Ok(check_crc(&b, opt_crc, &opt)?));
+            let r = std::fs::read(&opt).map_err(RunError::from).and_then(|b| Ok(check_crc(&b, opt_crc, &opt)?));
             rep.note(&opt, r, lost);
         }
     }
@@ -133,7 +139,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if file == "ratings.json" {
             let r = std::fs::read(&path)
-                .map_err(anyhow::Error::from)
+                .map_err(RunError::from)
                 .and_then(|b| Ok(from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2)?));
             rep.note(&path, r, || "rerun `bredon arena` with the same arguments to rewrite the ratings".into());
         } else if file.ends_with(".jsonl") {
@@ -153,30 +159,12 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
 /// allowed when `append_only`).
 fn check_json_lines(path: &Path, append_only: bool) -> Result<Verified> {
     let text = std::fs::read(path)?;
-    let text = String::from_utf8(text).map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))?;
+    let text = String::from_utf8(text).map_err(|_| RunError::NotText { path: path.into() })?;
     let complete = if append_only { text.rfind('\n').map_or("", |i| &text[..=i]) } else { &text[..] };
     for (i, line) in complete.lines().enumerate() {
         if !line.trim().is_empty() && serde_json::from_str::<serde_json::Value>(line).is_err() {
-            anyhow::bail!("{}:{}: not valid JSON", path.display(), i + 1);
+            return Err(RunError::BadJsonLine { path: path.into(), line: i + 1 });
         }
     }
     Ok(Verified::Ok)
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }

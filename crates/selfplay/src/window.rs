@@ -1,6 +1,6 @@
 //! The replay window: samples of the stored games, newest last, loaded incrementally.
 
-use anyhow::Result;
+use crate::error::Result;
 use rand::Rng;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ impl ReplayWindow {
                     self.games += 1;
                 }
                 Err(e) => {
-                    eprintln!("warning: skipping damaged game record: {e:#}");
+                    eprintln!("warning: skipping damaged game record: {}", bredon_storage::error_chain(&e));
                     self.skipped += 1;
                 }
             }

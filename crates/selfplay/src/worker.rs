@@ -1,7 +1,7 @@
 //! The self-play worker pool: many games at once, each in its own thread, all sharing one
 //! evaluator (normally the batching inference service, which merges their leaf batches).
 
-use anyhow::Result;
+use crate::error::{Result, RunError};
 use bredon_mcts::{Evaluator, Search, SearchConfig};
 use bredon_rules::{GameOptions, Position};
 use rand::{Rng, SeedableRng};
@@ -88,7 +88,7 @@ pub fn play_game(
                 eprintln!("warning: the search returned no move at ply {} of a live game; searching afresh", pos.ply());
                 search = Search::new(pos.clone(), job.search.clone());
                 let again = search.run(evaluator, visits.max(2) as u64, &mut rng);
-                again.best_move.ok_or_else(|| anyhow::anyhow!("the search found no move at ply {}", pos.ply()))?
+                again.best_move.ok_or(RunError::NoMove(pos.ply().into()))?
             }
         };
         let visits = match (&result.improved_policy, full) {

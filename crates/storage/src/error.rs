@@ -105,3 +105,16 @@ pub enum StorageError {
 
 /// The storage crate's result.
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// An error and its sources joined by `": "`, as `anyhow`'s `{:#}` writes them: for
+/// library crates that store or compare a whole message (forfeit reasons, tests).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    s
+}

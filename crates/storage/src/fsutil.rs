@@ -181,6 +181,26 @@ pub fn remove_stale_temps(dir: &Path) {
     }
 }
 
+/// Every file under `dir` at any depth, sorted (a missing or unreadable directory has
+/// none; for listings that must see everything there is, not for the run's own reads).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,16 +211,7 @@ mod tests {
         pub(super) static INJECT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
     }
 
-    /// The error and its causes, as anyhow's `{:#}` shows them.
-    fn chain(e: &dyn std::error::Error) -> String {
-        let mut s = e.to_string();
-        let mut c = e.source();
-        while let Some(x) = c {
-            s += &format!(": {x}");
-            c = x.source();
-        }
-        s
-    }
+    use crate::error_chain as chain;
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {

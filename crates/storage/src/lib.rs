@@ -20,7 +20,7 @@ mod lease;
 mod location;
 mod store;
 
-pub use error::{Result, StorageError};
+pub use error::{Result, StorageError, error_chain};
 pub use lease::{Lease, LeaseRecord, holder_name, unique_token};
 pub use location::RunLocation;
 pub use store::{RETRY_ENV, RetryPolicy, Store, Version};

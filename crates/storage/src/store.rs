@@ -77,8 +77,10 @@ fn permanent(e: &object_store::Error) -> bool {
         E::InvalidPath { .. } | E::NotSupported { .. } | E::NotImplemented { .. } => true,
         _ => {
             let s = error_text(e);
+            // Whole words only: a bare "403" would also match a port or a byte count in
+            // the error's URL (a server on port 35403 made a missing bucket look refused).
             [
-                "403",
+                "403 Forbidden",
                 "Forbidden",
                 "AccessDenied",
                 "SignatureDoesNotMatch",
@@ -109,12 +111,15 @@ fn error_text(e: &dyn std::error::Error) -> String {
 /// What to say about a refused request.
 fn explain(e: &object_store::Error) -> String {
     let s = error_text(e);
-    if s.contains("InvalidAccessKeyId") || s.contains("SignatureDoesNotMatch") || s.contains("403") {
+    if s.contains("NoSuchBucket") {
+        format!("the bucket does not exist: create it first, or fix the URL ({s})")
+    } else if ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403 Forbidden", "Forbidden"]
+        .iter()
+        .any(|w| s.contains(w))
+    {
         format!(
             "access denied: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION) for this bucket ({s})"
         )
-    } else if s.contains("NoSuchBucket") {
-        format!("the bucket does not exist: create it first, or fix the URL ({s})")
     } else {
         s
     }
@@ -478,6 +483,25 @@ impl Remote {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refusal is told by its words, not by digits that happen to be in the URL.
+    #[test]
+    fn refusals_are_told_apart_whatever_the_port() {
+        let generic = |text: &str| object_store::Error::Generic { store: "S3", source: text.to_string().into() };
+        let missing = generic(
+            "Error performing GET http://127.0.0.1:35403/no-such-bucket?list-type=2 in 8ms - Server returned \
+             non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code></Error>",
+        );
+        assert!(permanent(&missing));
+        assert!(explain(&missing).starts_with("the bucket does not exist"), "{}", explain(&missing));
+        let denied = generic(
+            "Error performing GET http://127.0.0.1:9000/runs - Server returned non-2xx status code: 403 Forbidden",
+        );
+        assert!(permanent(&denied));
+        assert!(explain(&denied).starts_with("access denied"), "{}", explain(&denied));
+        let down = generic("Error performing GET http://127.0.0.1:40300/runs: connection refused");
+        assert!(!permanent(&down), "a server that is down is retried");
+    }
 
     #[test]
     fn local_store_puts_lists_creates_and_deletes() {
