@@ -7,9 +7,9 @@ use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::forward_raw;
 use bredon_nn::onnx::{export_onnx, onnx_bytes, read_onnx_summary};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, TrainExample, Trainer, load_exported};
+use bredon_nn::{NetConfig, TakNet, TrainExample, Trainer, ValueHead, load_exported};
 use bredon_rules::Position;
-use common::real_positions;
+use common::{real_positions, with_random_tensors};
 use rand::{Rng, SeedableRng};
 use std::process::Command;
 
@@ -42,7 +42,8 @@ by_name = dict(zip(outputs, all_out))
 extra = 0.0
 for name, path in extras.items():
     want = np.fromfile(path, dtype='<f4').reshape(by_name[name].shape)
-    extra = max(extra, float(np.abs(by_name[name] - want).max()))
+    # Relative above 1 in size, like the policy logits (the opponent's are logits too).
+    extra = max(extra, float((np.abs(by_name[name] - want) / np.maximum(1.0, np.abs(want))).max()))
 if 'wdl_logits' in by_name:
     z = by_name['wdl_logits']
     p = np.exp(z - z.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
@@ -76,9 +77,43 @@ fn onnx_export_with_the_conv_policy_head() {
     check_onnx_export(&NetConfig { policy_head: bredon_nn::PolicyHead::Conv, ..cfg });
 }
 
+#[test]
+fn onnx_export_with_global_pooling_and_the_pooling_value_head() {
+    // Global pooling of some channels (a Slice) with random, non-zero weights, with both
+    // value heads; then of all of a block's channels.
+    let gpool = |m: &TakNet, c: &NetConfig| with_random_tensors(m, c, &["gpool_fc"], 0.5, 3);
+    for value_head in [ValueHead::Dense, ValueHead::Pool] {
+        let cfg = NetConfig {
+            input_version: 2,
+            wdl: true,
+            aux: true,
+            global_pool: true,
+            gpool_channels: 16,
+            value_head,
+            value_filters: 8,
+            ..NetConfig::default_for_size(5)
+        };
+        check_onnx_export_with(&cfg, gpool);
+    }
+    let cfg = NetConfig {
+        blocks: 2,
+        channels: 16,
+        global_pool: true,
+        gpool_channels: 16,
+        value_head: ValueHead::Pool,
+        ..NetConfig::default_for_size(5)
+    };
+    check_onnx_export_with(&cfg, gpool);
+}
+
 /// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
 /// with burn's.
 fn check_onnx_export(cfg: &NetConfig) {
+    check_onnx_export_with(cfg, |m, _| m.clone());
+}
+
+/// [`check_onnx_export`] of the trained network changed by `prepare`.
+fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig) -> TakNet) {
     let positions = real_positions();
     let size = 5;
     let cfg = cfg.clone();
@@ -109,7 +144,7 @@ fn check_onnx_export(cfg: &NetConfig) {
             .collect();
         trainer.step(&batch, 0.01).unwrap();
     }
-    let model = trainer.model();
+    let model = prepare(&trainer.model(), &cfg);
     let meta = ModelMeta::new(&cfg, 3, 3, 1);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("net.onnx");

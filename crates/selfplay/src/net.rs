@@ -96,9 +96,19 @@ impl Learner {
     pub fn from_model_file(cfg: &RunConfig, path: &Path) -> Result<(Learner, ModelMeta)> {
         let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
         let net = net_config(cfg);
-        if meta.net != net {
+        // A model that lacks only options that can be added to a trained network (global
+        // pooling, the value head's kind and filters) is upgraded: matching tensors are
+        // copied, the others start fresh (the global pooling layers at zero).
+        if meta.net.with_upgradable_options_of(&net) != net {
             anyhow::bail!("{} is a {} network, the config asks for {}", path.display(), meta.net.name(), net.name());
         }
+        let model = if meta.net != net {
+            let (upgraded, report) = bredon_nn::TakNet::from_compatible(&net, &model, &meta.net);
+            eprintln!("upgraded {} from {} to {}: {}", path.display(), meta.net.name(), net.name(), report.summary());
+            upgraded
+        } else {
+            model
+        };
         if meta.half_komi != cfg.game.half_komi() {
             anyhow::bail!(
                 "{} was trained with komi {}, the config asks for {}",
