@@ -15,27 +15,8 @@ use bredon_nn::{
 };
 use bredon_rules::Position;
 use burn::module::Module;
-use common::with_random_tensors;
+use common::{random_positions, with_random_tensors};
 use rand::{Rng, SeedableRng};
-
-fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
-    while out.len() < n {
-        let mut pos = Position::new(size).unwrap();
-        for _ in 0..rng.random_range(0..3 * size * size) {
-            let moves = pos.legal_moves();
-            if pos.result().is_some() || moves.is_empty() {
-                break;
-            }
-            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
-        }
-        if pos.result().is_none() {
-            out.push(pos);
-        }
-    }
-    out
-}
 
 fn batch(positions: &[Position], rng: &mut impl Rng) -> Vec<TrainExample> {
     positions

@@ -95,27 +95,29 @@ fn onnx_export_with_global_pooling_and_the_pooling_value_head() {
         };
         check_onnx_export_with(&cfg, gpool);
     }
+    // On 6x6, where the board-size feature is not zero (it is on 5x5).
     let cfg = NetConfig {
         blocks: 2,
         channels: 16,
         global_pool: true,
         gpool_channels: 16,
         value_head: ValueHead::Pool,
-        ..NetConfig::default_for_size(5)
+        aux: true,
+        ..NetConfig::default_for_size(6)
     };
     check_onnx_export_with(&cfg, gpool);
 }
 
-/// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
-/// with burn's.
+/// Exports a briefly trained network of `cfg` (the reference games' positions on 5x5,
+/// random ones on other sizes) and compares onnxruntime's outputs with burn's.
 fn check_onnx_export(cfg: &NetConfig) {
     check_onnx_export_with(cfg, |m, _| m.clone());
 }
 
 /// [`check_onnx_export`] of the trained network changed by `prepare`.
 fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig) -> TakNet) {
-    let positions = real_positions();
-    let size = 5;
+    let size = cfg.size;
+    let positions = if size == 5 { real_positions() } else { common::random_positions(size, 192, 6) };
     let cfg = cfg.clone();
     let version = cfg.input_version;
     let mut expected_outputs = vec!["policy_logits", "value"];
@@ -155,7 +157,7 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
     assert_eq!(summary.inputs, ["planes"]);
     assert_eq!(summary.outputs, expected_outputs);
     let get = |k: &str| summary.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-    assert_eq!(get("size").as_deref(), Some("5"));
+    assert_eq!(get("size"), Some(size.to_string()));
     assert_eq!(get("half_komi").as_deref(), Some("3"));
     assert_eq!(get("komi").as_deref(), Some("1.5"));
     assert_eq!(get("input_version"), Some(version.to_string()));
@@ -224,8 +226,9 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
         let d = report[key].as_f64().unwrap();
         assert!(d <= 1e-4, "{key} differ by {d}");
     }
-    assert_eq!(report["shape"], serde_json::json!([[ps.len(), 3175], [ps.len(), 1]]));
-    assert_eq!(report["meta"]["size"], "5");
+    let moves = bredon_nn::policy::policy_size(size);
+    assert_eq!(report["shape"], serde_json::json!([[ps.len(), moves], [ps.len(), 1]]));
+    assert_eq!(report["meta"]["size"], size.to_string());
     assert_eq!(report["meta"]["input_version"], version.to_string());
 }
 
