@@ -221,7 +221,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
         println!("# wrote {}", out.display());
     }
     let isa = bredon_nn::fast::Isa::detect().name();
-    print!("{:<6} {:<16} {:>6}", "size", "net", "batch");
+    print!("{:<6} {:<18} {:>6}", "size", "net", "batch");
     for k in &kinds {
         print!(" {:>12}", format!("{k}/s"));
     }
@@ -234,7 +234,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
         let positions = sample_positions(size, 1024, size as u64);
         let engines: Vec<Engine> = kinds.iter().map(|&k| Engine::new(model.clone(), size, k)).collect();
         for &batch in &args.batches {
-            print!("{:<6} {:<16} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
+            print!("{:<6} {:<18} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
             let rates: Vec<f64> = engines.iter().map(|e| forward_rate(e, &positions, batch, args.seconds)).collect();
             for r in &rates {
                 print!(" {r:>12.0}");
