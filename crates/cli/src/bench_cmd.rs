@@ -50,6 +50,22 @@ pub struct NnArgs {
     /// Override the policy head's features per square (`[net] policy_filters`).
     #[arg(long)]
     pub policy_filters: Option<usize>,
+    /// Global pooling in every residual block (`[net] global_pool`); without
+    /// `--compare-global-pool`, only the networks with it are measured.
+    #[arg(long)]
+    pub global_pool: bool,
+    /// Measure every network with and without global pooling, one after the other.
+    #[arg(long, conflicts_with = "global_pool")]
+    pub compare_global_pool: bool,
+    /// Channels pooled per block (`[net] gpool_channels`).
+    #[arg(long)]
+    pub gpool_channels: Option<usize>,
+    /// The value head: `dense` or `pool` (`[net] value_head`).
+    #[arg(long, value_parser = parse_value_head)]
+    pub value_head: Option<bredon_nn::ValueHead>,
+    /// Override the value head's filters (`[net] value_filters`).
+    #[arg(long)]
+    pub value_filters: Option<usize>,
     /// Batch sizes.
     #[arg(long, value_delimiter = ',', default_values_t = vec![1, 16, 64, 256])]
     pub batches: Vec<usize>,
@@ -130,6 +146,14 @@ fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: 
     done as f64 / start.elapsed().as_secs_f64()
 }
 
+fn parse_value_head(s: &str) -> Result<bredon_nn::ValueHead, String> {
+    match s {
+        "dense" => Ok(bredon_nn::ValueHead::Dense),
+        "pool" => Ok(bredon_nn::ValueHead::Pool),
+        _ => Err(format!("{s:?}: expected `dense` or `pool`")),
+    }
+}
+
 fn parse_policy_head(s: &str) -> Result<bredon_nn::PolicyHead, String> {
     match s {
         "dense" => Ok(bredon_nn::PolicyHead::Dense),
@@ -149,7 +173,11 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
         None => args
             .sizes
             .iter()
-            .map(|&size| {
+            .flat_map(|&size| {
+                let pools = if args.compare_global_pool { vec![false, true] } else { vec![args.global_pool] };
+                pools.into_iter().map(move |pool| (size, pool))
+            })
+            .map(|(size, pool)| {
                 let mut net = NetConfig::default_for_size(size);
                 if let Some(b) = args.blocks {
                     net.blocks = b;
@@ -163,10 +191,27 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
                 if let Some(f) = args.policy_filters {
                     net.policy_filters = f;
                 }
+                net.global_pool = pool;
+                if let Some(g) = args.gpool_channels {
+                    net.gpool_channels = g;
+                }
+                if let Some(v) = args.value_head {
+                    net.value_head = v;
+                }
+                if let Some(f) = args.value_filters {
+                    net.value_filters = f;
+                }
+                if pool && !(1..=net.channels).contains(&net.gpool_channels) {
+                    anyhow::bail!(
+                        "--gpool-channels {} must be from 1 to the channels ({})",
+                        net.gpool_channels,
+                        net.channels
+                    );
+                }
                 let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
-                (TakNet::new(&net, &device), meta)
+                Ok((TakNet::new(&net, &device), meta))
             })
-            .collect(),
+            .collect::<Result<_>>()?,
     };
     if let Some(out) = &args.onnx {
         let [(model, meta)] = models.as_slice() else {
@@ -176,7 +221,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
         println!("# wrote {}", out.display());
     }
     let isa = bredon_nn::fast::Isa::detect().name();
-    print!("{:<6} {:<8} {:>6}", "size", "net", "batch");
+    print!("{:<6} {:<18} {:>6}", "size", "net", "batch");
     for k in &kinds {
         print!(" {:>12}", format!("{k}/s"));
     }
@@ -189,7 +234,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
         let positions = sample_positions(size, 1024, size as u64);
         let engines: Vec<Engine> = kinds.iter().map(|&k| Engine::new(model.clone(), size, k)).collect();
         for &batch in &args.batches {
-            print!("{:<6} {:<8} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
+            print!("{:<6} {:<18} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
             let rates: Vec<f64> = engines.iter().map(|e| forward_rate(e, &positions, batch, args.seconds)).collect();
             for r in &rates {
                 print!(" {r:>12.0}");

@@ -19,6 +19,11 @@
 //!   A batch too small to split (one position, for play and analysis) splits each large
 //!   layer instead: two halves of its rows, or of its column panels, joined per layer.
 //!
+//! - **Global pooling** (optional, [`NetConfig::global_pool`] and the pooling value head):
+//!   the pooled means and maxima and the small dense layers after them are plain scalar
+//!   Rust; the per-channel bias is added to the interior squares only (the padding stays
+//!   zero).
+//!
 //! The results agree with burn's forward pass to float rounding (see the tests).
 
 use bredon_rules::Position;
@@ -27,7 +32,7 @@ use std::sync::Mutex;
 
 use crate::encoding::{encode, input_len, planes};
 use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
-use crate::model::{NetConfig, TakNet};
+use crate::model::{NetConfig, TakNet, pool_size_scale};
 use crate::policy::policy_size;
 
 /// The instruction set the kernels use.
@@ -538,6 +543,44 @@ struct Scratch {
     /// Row offsets of each (position, square) in `pol` and in `plog`.
     rows_pix_pol: Vec<usize>,
     rows_pix_log: Vec<usize>,
+    /// Global pooling: one position's pooled features (`3 g`) and the biases they give.
+    gpool_in: Vec<f32>,
+    gpool_bias: Vec<f32>,
+    /// Pooling value head: the pooled value features, `[position][3 value filters]`, the
+    /// row offsets of each (position, square) in `val`, and of each position in `vpool`.
+    vpool: Vec<f32>,
+    rows_pix_val: Vec<usize>,
+    rows_vpool: Vec<usize>,
+}
+
+/// Global pooling of channels `0..g` of the pixels starting at `rows` of `a` into `out`
+/// (`3 g`): the means, the means times `scale`, the maxima ([`crate::model::global_pool`]).
+fn pool_rows(a: &[f32], rows: &[usize], g: usize, scale: f32, out: &mut [f32]) {
+    let (mean, rest) = out[..3 * g].split_at_mut(g);
+    let (scaled, max) = rest.split_at_mut(g);
+    mean.fill(0.0);
+    max.fill(f32::NEG_INFINITY);
+    for &r in rows {
+        for ((m, x), &v) in mean.iter_mut().zip(max.iter_mut()).zip(&a[r..r + g]) {
+            *m += v;
+            *x = x.max(v);
+        }
+    }
+    let inv = 1.0 / rows.len() as f32;
+    for (m, sc) in mean.iter_mut().zip(scaled.iter_mut()) {
+        *m *= inv;
+        *sc = *m * scale;
+    }
+}
+
+/// `out = x W + b` of a small dense layer (`W` `[in][out]`, as [`FoldedLinear`]).
+fn dense(l: &FoldedLinear, x: &[f32], out: &mut [f32]) {
+    out[..l.dout].copy_from_slice(&l.bias);
+    for (k, &v) in x[..l.din].iter().enumerate() {
+        for (o, &w) in out.iter_mut().zip(&l.weight[k * l.dout..(k + 1) * l.dout]) {
+            *o += v * w;
+        }
+    }
 }
 
 /// The policy head's last layer in fast form.
@@ -556,6 +599,12 @@ pub struct FastNet {
     policy_size: usize,
     stem: Packed,
     blocks: Vec<(Packed, Packed)>,
+    /// Per block, its global pooling layer (`3 g` features to `channels` biases).
+    gpool: Vec<Option<FoldedLinear>>,
+    /// The board-size feature's scale of global pooling ([`pool_size_scale`]).
+    pool_scale: f32,
+    /// The value head pools the value features (instead of flattening them).
+    value_pool: bool,
     /// Policy and value 1x1 convolutions as one layer (policy filters first).
     head: Packed,
     policy: PolicyOut,
@@ -615,7 +664,15 @@ impl FastNet {
                 }
                 (None, None) => unreachable!("a network has a policy head"),
             },
-            value_fc1: Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout),
+            gpool: net.gpool.clone(),
+            pool_scale: pool_size_scale(n),
+            value_pool: net.value_pool(),
+            value_fc1: if net.value_pool() {
+                let l = &net.value_fc1;
+                Packed::new(isa, l.din, l.dout, |k, j| l.weight[k * l.dout + j], &l.bias)
+            } else {
+                Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout)
+            },
             value_fc2: net.value_fc2.weight.clone(),
             value_b2: net.value_fc2.bias.clone(),
             taps3,
@@ -716,6 +773,14 @@ impl FastNet {
         s.rows_hid = (0..b).map(|i| i * hidden).collect();
         s.rows_pix_pol = (0..b * area).map(|m| m * pf).collect();
         s.rows_pix_log = (0..b * area).map(|m| m * per_square).collect();
+        let g = self.gpool.iter().flatten().map(|l| l.din).max().unwrap_or(0);
+        s.gpool_in.resize(g, 0.0);
+        s.gpool_bias.resize(c, 0.0);
+        if self.value_pool {
+            s.vpool.resize(b * 3 * vf, 0.0);
+            s.rows_pix_val = (0..b * area).map(|m| m * vf).collect();
+            s.rows_vpool = (0..b).map(|i| i * 3 * vf).collect();
+        }
         s.capacity = b;
     }
 
@@ -764,7 +829,7 @@ impl FastNet {
             &mut s.h,
             split,
         );
-        for (conv1, conv2) in &self.blocks {
+        for ((conv1, conv2), gpool) in self.blocks.iter().zip(&self.gpool) {
             gemm(
                 isa,
                 conv1,
@@ -772,6 +837,18 @@ impl FastNet {
                 &mut s.y,
                 split,
             );
+            if let Some(fc) = gpool {
+                // Per position: pool the first g channels, one bias per channel from the
+                // dense layer, added on the board's squares (not the zero padding).
+                let g = fc.din / 3;
+                for rows in rows_c.chunks(area) {
+                    pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in);
+                    dense(fc, &s.gpool_in, &mut s.gpool_bias);
+                    for &r in rows {
+                        s.y[r..r + c].iter_mut().zip(&s.gpool_bias).for_each(|(y, b)| *y += b);
+                    }
+                }
+            }
             gemm(
                 isa,
                 conv2,
@@ -850,21 +927,31 @@ impl FastNet {
                 }
             }
         }
-        gemm(
-            isa,
-            &self.value_fc1,
-            &Gemm {
+        let value_in = if self.value_pool {
+            for (i, rows) in s.rows_pix_val[..m].chunks(area).enumerate() {
+                pool_rows(&s.val, rows, vf, self.pool_scale, &mut s.vpool[i * 3 * vf..(i + 1) * 3 * vf]);
+            }
+            Gemm {
+                a: &s.vpool,
+                a_rows: &s.rows_vpool[..b],
+                taps: &[0],
+                seg: 3 * vf,
+                out_rows: &[],
+                residual: false,
+                relu: true,
+            }
+        } else {
+            Gemm {
                 a: &s.val,
                 a_rows: &s.rows_val[..b],
                 taps: &[0],
                 seg: area * vf,
-                out_rows: &s.rows_hid[..b],
+                out_rows: &[],
                 residual: false,
                 relu: true,
-            },
-            &mut s.hid,
-            split,
-        );
+            }
+        };
+        gemm(isa, &self.value_fc1, &Gemm { out_rows: &s.rows_hid[..b], ..value_in }, &mut s.hid, split);
         let hidden = self.value_fc1.n;
         let outs = self.value_b2.len();
         for (i, v) in values.iter_mut().enumerate() {

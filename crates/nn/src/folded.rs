@@ -9,7 +9,7 @@
 use burn::prelude::*;
 
 use crate::encoding::planes;
-use crate::model::{NetConfig, PolicyHead, TakNet};
+use crate::model::{DEFAULT_GPOOL_CHANNELS, NetConfig, PolicyHead, TakNet, ValueHead};
 use crate::policy::policy_size;
 
 /// A convolution with its bias: weights `[out][in][k][k]` (burn's and ONNX's order).
@@ -41,12 +41,16 @@ pub struct FoldedLinear {
 }
 
 /// [`TakNet`] in inference form. Layer semantics (all convolutions "same" padded):
-/// `h = relu(stem(x))`; per block `h = relu(conv2(relu(conv1(h))) + h)`;
+/// `h = relu(stem(x))`; per block `h = relu(conv2(relu(conv1(h))) + h)`, or with global
+/// pooling `y = relu(conv1(h))`, `h = relu(conv2(y + gpool(pool(y[..g]))) + h)` where
+/// `pool` is [`crate::model::global_pool`] of the first `g` channels and `gpool`'s output
+/// is a bias per channel, the same on every square;
 /// policy `policy_fc(flatten(relu(policy_conv(h))))` (dense head) or the per-square
 /// logits of `policy_out(relu(policy_conv(h)))` in the order of [`crate::policy`]
 /// (convolutional head: the first 3 channels flattened channel-major, then the others
 /// square-major); value
-/// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))` (with WDL, `value_fc2`
+/// `tanh(value_fc2(relu(value_fc1(flatten(relu(value_conv(h)))))))` (with the pooling
+/// value head `pool` instead of `flatten`; with WDL, `value_fc2`
 /// gives 3 logits and the value is `softmax[0] − softmax[2]`), where `flatten` is
 /// channel-major (`c * N² + square`). Auxiliary heads (optional): flat margin
 /// `margin_fc(relu(value_fc1(..)))`, ownership `tanh(ownership_conv(h))`, opponent policy
@@ -59,15 +63,19 @@ pub struct FoldedNet {
     pub stem: FoldedConv,
     /// Residual blocks: (conv1, conv2), 3x3.
     pub blocks: Vec<(FoldedConv, FoldedConv)>,
+    /// Per block, its global pooling layer: `3 g` pooled features to `channels` biases
+    /// (all `None` without global pooling).
+    pub gpool: Vec<Option<FoldedLinear>>,
     /// 1x1, `channels` to `policy_filters`.
     pub policy_conv: FoldedConv,
     /// Dense head: `policy_filters * N²` to `policy_size(N)`.
     pub policy_fc: Option<FoldedLinear>,
     /// Convolutional head: 1x1, `policy_filters` to `3 + 4 (2^N − 1)` (no BatchNorm).
     pub policy_out: Option<FoldedConv>,
-    /// 1x1, `channels` to 2.
+    /// 1x1, `channels` to `value_filters`.
     pub value_conv: FoldedConv,
-    /// `2 * N²` to `value_hidden`.
+    /// `value_filters * N²` (dense value head) or `3 * value_filters` (pooling value
+    /// head) to `value_hidden`.
     pub value_fc1: FoldedLinear,
     /// `value_hidden` to 1 (tanh) or 3 (win/draw/loss logits).
     pub value_fc2: FoldedLinear,
@@ -130,6 +138,7 @@ impl FoldedNet {
             config: NetConfig::default(),
             stem: fold_conv(&model.stem, &model.stem_bn),
             blocks: model.blocks.iter().map(|b| (fold_conv(&b.conv1, &b.bn1), fold_conv(&b.conv2, &b.bn2))).collect(),
+            gpool: model.blocks.iter().map(|b| b.gpool_fc.as_ref().map(linear)).collect(),
             policy_conv: fold_conv(&model.policy_conv, &model.policy_bn),
             policy_fc: model.policy_fc.as_ref().map(linear),
             policy_out: model.policy_out.as_ref().map(plain_conv),
@@ -151,7 +160,13 @@ impl FoldedNet {
             wdl: net.value_fc2.dout == 3,
             aux: net.margin_fc.is_some(),
             policy_head: model.policy_head(),
+            global_pool: model.gpool_channels().is_some(),
+            gpool_channels: model.gpool_channels().unwrap_or(DEFAULT_GPOOL_CHANNELS),
+            value_head: model.value_head(),
+            value_filters: net.value_conv.cout,
         };
+        debug_assert!(net.gpool.iter().all(|g| g.is_some() == net.config.global_pool));
+        debug_assert_eq!(net.value_fc1.din, net.config.value_features());
         assert_eq!(net.stem.cin, planes(model.input_version), "stem inputs of input version {}", model.input_version);
         match (&net.policy_fc, &net.policy_out) {
             (Some(fc), None) => debug_assert_eq!(fc.dout, policy_size(size)),
@@ -164,5 +179,10 @@ impl FoldedNet {
     /// Board size.
     pub fn size(&self) -> usize {
         self.config.size
+    }
+
+    /// Whether the value head pools its features ([`ValueHead::Pool`]).
+    pub fn value_pool(&self) -> bool {
+        self.config.value_head == ValueHead::Pool
     }
 }

@@ -36,7 +36,7 @@ pub mod train;
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use error::{ModelError, OnnxError};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
-pub use model::{NetConfig, PolicyHead, TakNet};
+pub use model::{NetConfig, PolicyHead, TakNet, TransferReport, ValueHead};
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
 
 pub use device::{DeviceChoice, DeviceError, device};

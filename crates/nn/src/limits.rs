@@ -20,7 +20,7 @@ use burn_pack::{DType, Reader};
 use thiserror::Error;
 
 use crate::encoding::{LATEST_INPUT_VERSION, planes};
-use crate::model::{NetConfig, PolicyHead};
+use crate::model::{NetConfig, PolicyHead, ValueHead};
 use crate::policy::policy_size;
 
 /// What a model's architecture may be: generous bounds that cover every real network
@@ -38,6 +38,8 @@ impl Limits {
     pub const VALUE_HIDDEN: (u64, u64) = (1, 4096);
     /// Filters of the policy head.
     pub const POLICY_FILTERS: (u64, u64) = (1, 256);
+    /// Filters of the value head.
+    pub const VALUE_FILTERS: (u64, u64) = (1, 256);
     /// Parameters of the whole network (2^28 floats: 1 GiB of weights).
     pub const PARAMETERS: u64 = 1 << 28;
     /// Bytes of a model's JSON metadata (a `.bredon` export's or a checkpoint's
@@ -151,6 +153,8 @@ const NUMERIC_FIELDS: &[(&str, Option<&str>, &str, i64, u64)] = &[
     ("net", Some("value_hidden"), "net.value_hidden", 0, u32::MAX as u64),
     ("net", Some("policy_filters"), "net.policy_filters", 0, u32::MAX as u64),
     ("net", Some("input_version"), "net.input_version", 0, u32::MAX as u64),
+    ("net", Some("gpool_channels"), "net.gpool_channels", 0, u32::MAX as u64),
+    ("net", Some("value_filters"), "net.value_filters", 0, u32::MAX as u64),
 ];
 
 /// Checks the numeric fields of a model's metadata as JSON, before it is parsed: each
@@ -221,6 +225,11 @@ pub fn check_meta(size: usize, input_version: u32, policy: usize, net: &NetConfi
     in_range("net.channels", net.channels, Limits::CHANNELS)?;
     in_range("net.value_hidden", net.value_hidden, Limits::VALUE_HIDDEN)?;
     in_range("net.policy_filters", net.policy_filters, Limits::POLICY_FILTERS)?;
+    in_range("net.value_filters", net.value_filters, Limits::VALUE_FILTERS)?;
+    if net.global_pool {
+        // Pooled channels are some of each block's channels.
+        in_range("net.gpool_channels", net.gpool_channels, (1, net.channels as u64))?;
+    }
     let params: u64 = expected_tensors(net).iter().map(|(_, s)| s.iter().product::<u64>()).sum();
     if params > Limits::PARAMETERS {
         return Err(ModelFileError::TooManyParameters { arch: net.name(), params, max: Limits::PARAMETERS });
@@ -260,6 +269,9 @@ pub fn expected_tensors(cfg: &NetConfig) -> Vec<(String, Vec<u64>)> {
         bn(&format!("blocks.{b}.bn1"), c, &mut out);
         conv(&format!("blocks.{b}.conv2"), c, c, 3, false, &mut out);
         bn(&format!("blocks.{b}.bn2"), c, &mut out);
+        if cfg.global_pool {
+            linear(&format!("blocks.{b}.gpool_fc"), 3 * cfg.gpool_channels as u64, c, &mut out);
+        }
     }
     conv("policy_conv", c, pf, 1, false, &mut out);
     bn("policy_bn", pf, &mut out);
@@ -271,9 +283,14 @@ pub fn expected_tensors(cfg: &NetConfig) -> Vec<(String, Vec<u64>)> {
     } else {
         conv("policy_out", pf, per_square, 1, true, &mut out);
     }
-    conv("value_conv", c, 2, 1, false, &mut out);
-    bn("value_bn", 2, &mut out);
-    linear("value_fc1", 2 * n * n, vh, &mut out);
+    let vf = cfg.value_filters as u64;
+    conv("value_conv", c, vf, 1, false, &mut out);
+    bn("value_bn", vf, &mut out);
+    let value_features = match cfg.value_head {
+        ValueHead::Dense => vf * n * n,
+        ValueHead::Pool => 3 * vf,
+    };
+    linear("value_fc1", value_features, vh, &mut out);
     linear("value_fc2", vh, cfg.value_outputs() as u64, &mut out);
     if cfg.aux {
         linear("margin_fc", vh, 1, &mut out);
@@ -368,11 +385,11 @@ mod tests {
     #[test]
     fn expected_tensors_are_those_of_a_built_network() {
         use burn::module::Module;
-        for (size, head, aux, wdl, input_version) in [
-            (3, PolicyHead::Dense, false, false, 1),
-            (4, PolicyHead::Dense, true, true, 2),
-            (5, PolicyHead::Conv, true, false, 2),
-            (6, PolicyHead::Conv, false, true, 1),
+        for (size, head, aux, wdl, input_version, global_pool, value_head) in [
+            (3, PolicyHead::Dense, false, false, 1, false, ValueHead::Dense),
+            (4, PolicyHead::Dense, true, true, 2, true, ValueHead::Dense),
+            (5, PolicyHead::Conv, true, false, 2, true, ValueHead::Pool),
+            (6, PolicyHead::Conv, false, true, 1, false, ValueHead::Pool),
         ] {
             let cfg = NetConfig {
                 size,
@@ -384,6 +401,10 @@ mod tests {
                 aux,
                 wdl,
                 input_version,
+                global_pool,
+                gpool_channels: 4,
+                value_head,
+                value_filters: if global_pool { 5 } else { 2 },
             };
             check_meta(size, input_version, policy_size(size), &cfg).unwrap();
             let net = crate::TakNet::new(&cfg, &crate::device());
@@ -391,8 +412,26 @@ mod tests {
             assert_eq!(check_weights(&cfg, bytes.clone()), Ok(()), "{cfg:?}");
             // Another architecture's tensors are refused, in a bounded message.
             let other = NetConfig { blocks: 3, channels: 7, ..cfg.clone() };
-            let e = check_weights(&other, bytes).unwrap_err().to_string();
+            let e = check_weights(&other, bytes.clone()).unwrap_err().to_string();
             assert!(e.contains("problems in") && e.contains("and ") && e.len() < 600, "{e}");
+            // Global pooling and the value head's kind are checked too.
+            let other = NetConfig { global_pool: !global_pool, ..cfg.clone() };
+            let e = check_weights(&other, bytes.clone()).unwrap_err().to_string();
+            assert!(e.contains("gpool_fc"), "{e}");
+            let flipped = if value_head == ValueHead::Dense { ValueHead::Pool } else { ValueHead::Dense };
+            let other = NetConfig { value_head: flipped, ..cfg.clone() };
+            let e = check_weights(&other, bytes).unwrap_err().to_string();
+            assert!(e.contains("`value_fc1.weight` has shape"), "{e}");
         }
+    }
+
+    #[test]
+    fn gpool_channels_must_fit_the_channels() {
+        let cfg = NetConfig { size: 5, channels: 8, global_pool: true, gpool_channels: 9, ..NetConfig::default() };
+        let e = check_meta(5, 1, policy_size(5), &cfg).unwrap_err().to_string();
+        assert!(e.contains("`net.gpool_channels` is 9") && e.contains("1 to 8"), "{e}");
+        // Without global pooling the field is not used.
+        check_meta(5, 1, policy_size(5), &NetConfig { global_pool: false, ..cfg.clone() }).unwrap();
+        check_meta(5, 1, policy_size(5), &NetConfig { gpool_channels: 8, ..cfg }).unwrap();
     }
 }

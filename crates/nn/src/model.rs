@@ -1,7 +1,7 @@
 //! The residual policy/value network.
 
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
 use burn::tensor::activation::{relu, softmax, tanh};
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,82 @@ pub struct NetConfig {
     /// dense, so those files stay readable by older builds).
     #[serde(skip_serializing_if = "PolicyHead::is_dense")]
     pub policy_head: PolicyHead,
+    /// Global pooling bias in every residual block (KataGo, "Accelerating Self-Play
+    /// Learning in Go", 2019): after the block's first convolution (+ BatchNorm + ReLU),
+    /// its first `gpool_channels` channels are pooled over the board ([`global_pool`]:
+    /// mean, mean × (N − 5)/2, max) and a dense layer (`3 × gpool_channels` to `channels`)
+    /// gives a bias per channel, added to the block's activations before its second
+    /// convolution. The dense layers start at zero, so a network with global pooling
+    /// computes what the same network without it does (a trained model upgraded with
+    /// [`TakNet::from_compatible`] keeps its strength). Absent (off) in older files, and
+    /// not written when off.
+    #[serde(skip_serializing_if = "is_false")]
+    pub global_pool: bool,
+    /// Channels of each block that [`NetConfig::global_pool`] pools (1 to `channels`).
+    /// Not written when 16 (the default).
+    #[serde(skip_serializing_if = "is_default_gpool_channels")]
+    pub gpool_channels: usize,
+    /// How the value head reads the value convolution's features. Absent in the files of
+    /// models older than the field, which are `dense` (and not written when dense).
+    #[serde(skip_serializing_if = "ValueHead::is_dense")]
+    pub value_head: ValueHead,
+    /// Filters of the value head's 1x1 convolution. Not written when 2 (the default and
+    /// the only value of models older than the field). With `value_head = "pool"` the
+    /// hidden layer sees only `3 × value_filters` features, so 16 to 32 suit it better.
+    #[serde(skip_serializing_if = "is_default_value_filters")]
+    pub value_filters: usize,
+}
+
+/// The first layer of the value head after its convolution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueHead {
+    /// The value convolution's `value_filters × N²` features flattened into the dense
+    /// hidden layer (weights sized by the board).
+    #[default]
+    Dense,
+    /// The value convolution's channels pooled over the board ([`global_pool`]: mean,
+    /// mean × (N − 5)/2, max; `3 × value_filters` features) into the hidden layer: the
+    /// value, WDL and flat-margin heads then have no weights sized by the board.
+    Pool,
+}
+
+impl ValueHead {
+    fn is_dense(&self) -> bool {
+        *self == ValueHead::Dense
+    }
+}
+
+/// Default of [`NetConfig::gpool_channels`].
+pub const DEFAULT_GPOOL_CHANNELS: usize = 16;
+/// Default of [`NetConfig::value_filters`].
+pub const DEFAULT_VALUE_FILTERS: usize = 2;
+
+fn is_default_gpool_channels(c: &usize) -> bool {
+    *c == DEFAULT_GPOOL_CHANNELS
+}
+
+fn is_default_value_filters(c: &usize) -> bool {
+    *c == DEFAULT_VALUE_FILTERS
+}
+
+/// The scale of the board-size feature of [`global_pool`] on an `n`x`n` board:
+/// `(n − 5) / 2` (−1 on 3x3, 0 on 5x5, 1.5 on 8x8; KataGo's `(√area − 14) / 10` moved to
+/// Tak's board sizes), so a network can tell board sizes apart from pooled features.
+pub fn pool_size_scale(n: usize) -> f32 {
+    (n as f32 - 5.0) / 2.0
+}
+
+/// Global pooling (KataGo) of `x` `[B, C, N, N]` over the board: `[B, 3C]` holding, per
+/// channel, the mean, the mean times [`pool_size_scale`]`(N)`, and the maximum (in that
+/// order: all means, then all scaled means, then all maxima).
+pub fn global_pool(x: Tensor<4>) -> Tensor<2> {
+    let [b, c, h, w] = x.dims();
+    let flat: Tensor<3> = x.reshape([b, c, h * w]);
+    let mean: Tensor<2> = flat.clone().mean_dim(2).reshape([b, c]);
+    let max: Tensor<2> = flat.max_dim(2).reshape([b, c]);
+    let scaled = mean.clone().mul_scalar(pool_size_scale(h));
+    Tensor::cat(vec![mean, scaled, max], 1)
 }
 
 /// The last layer of the policy head (and of the opponent-policy head).
@@ -95,6 +171,10 @@ impl Default for NetConfig {
             wdl: false,
             aux: false,
             policy_head: PolicyHead::Dense,
+            global_pool: false,
+            gpool_channels: DEFAULT_GPOOL_CHANNELS,
+            value_head: ValueHead::Dense,
+            value_filters: DEFAULT_VALUE_FILTERS,
         }
     }
 }
@@ -112,7 +192,9 @@ impl NetConfig {
     }
 
     /// Short name such as `b4c48` (`b4c48-v2-wdl-aux` for input version 2 with the
-    /// optional heads, `…-convp` with the convolutional policy head).
+    /// optional heads, `…-convp` with the convolutional policy head, `…-g16` with global
+    /// pooling of 16 channels, `…-vf32` with 32 value filters, `…-vp` with the pooling
+    /// value head).
     pub fn name(&self) -> String {
         let mut s = format!("b{}c{}", self.blocks, self.channels);
         if self.input_version != DEFAULT_INPUT_VERSION {
@@ -127,7 +209,38 @@ impl NetConfig {
         if self.policy_head == PolicyHead::Conv {
             s.push_str("-convp");
         }
+        if self.global_pool {
+            s.push_str(&format!("-g{}", self.gpool_channels));
+        }
+        if self.value_filters != DEFAULT_VALUE_FILTERS {
+            s.push_str(&format!("-vf{}", self.value_filters));
+        }
+        if self.value_head == ValueHead::Pool {
+            s.push_str("-vp");
+        }
         s
+    }
+
+    /// Inputs of the value head's hidden layer: `value_filters × N²` (dense) or
+    /// `3 × value_filters` (pooled).
+    pub fn value_features(&self) -> usize {
+        match self.value_head {
+            ValueHead::Dense => self.value_filters * self.size * self.size,
+            ValueHead::Pool => 3 * self.value_filters,
+        }
+    }
+
+    /// This config with the options that [`TakNet::from_compatible`] can add to a trained
+    /// network (global pooling, the value head's kind and filters) taken from `other`:
+    /// equal to `other` exactly when the two differ in nothing else.
+    pub fn with_upgradable_options_of(&self, other: &NetConfig) -> NetConfig {
+        NetConfig {
+            global_pool: other.global_pool,
+            gpool_channels: other.gpool_channels,
+            value_head: other.value_head,
+            value_filters: other.value_filters,
+            ..self.clone()
+        }
     }
 
     /// Outputs of the value head's last layer: 3 with [`NetConfig::wdl`], else 1.
@@ -140,19 +253,30 @@ impl NetConfig {
         planes(self.input_version)
     }
 
-    /// This config with `size` filled in (when 0).
+    /// This config with `size` filled in (when 0) and `gpool_channels` at its default
+    /// when `global_pool` is off.
     pub fn for_size(&self, size: usize) -> NetConfig {
-        NetConfig { size: if self.size == 0 { size } else { self.size }, ..self.clone() }
+        NetConfig {
+            size: if self.size == 0 { size } else { self.size },
+            // Without global pooling its channel count means nothing: the default, so that
+            // a config that sets it compares equal to the model it trains.
+            gpool_channels: if self.global_pool { self.gpool_channels } else { DEFAULT_GPOOL_CHANNELS },
+            ..self.clone()
+        }
     }
 }
 
-/// conv-bn-relu-conv-bn + skip + relu.
+/// conv-bn-relu-conv-bn + skip + relu; with global pooling, conv-bn-relu, + the bias of
+/// `gpool_fc` on the pooled first channels, conv-bn + skip + relu.
 #[derive(Module, Debug)]
 pub struct ResBlock {
     pub(crate) conv1: Conv2d,
     pub(crate) bn1: BatchNorm,
     pub(crate) conv2: Conv2d,
     pub(crate) bn2: BatchNorm,
+    /// Global pooling ([`NetConfig::global_pool`]): `3 × gpool_channels` pooled features
+    /// to a bias per channel (initialised to zero).
+    pub(crate) gpool_fc: Option<Linear>,
 }
 
 fn conv(i: usize, o: usize, k: usize, device: &Device) -> Conv2d {
@@ -161,17 +285,33 @@ fn conv(i: usize, o: usize, k: usize, device: &Device) -> Conv2d {
 }
 
 impl ResBlock {
-    fn new(c: usize, device: &Device) -> ResBlock {
+    fn new(cfg: &NetConfig, device: &Device) -> ResBlock {
+        let c = cfg.channels;
+        let gpool = || {
+            assert!(
+                (1..=c).contains(&cfg.gpool_channels),
+                "gpool_channels {} is not within 1 to channels ({c})",
+                cfg.gpool_channels
+            );
+            LinearConfig::new(3 * cfg.gpool_channels, c).with_initializer(Initializer::Zeros).init(device)
+        };
         ResBlock {
             conv1: conv(c, c, 3, device),
             bn1: BatchNormConfig::new(c).init(device),
             conv2: conv(c, c, 3, device),
             bn2: BatchNormConfig::new(c).init(device),
+            gpool_fc: cfg.global_pool.then(gpool),
         }
     }
 
-    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let y = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+    pub(crate) fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let mut y = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+        if let Some(fc) = &self.gpool_fc {
+            let [b, c, h, w] = y.dims();
+            let g = fc.weight.dims()[0] / 3;
+            let bias: Tensor<4> = fc.forward(global_pool(y.clone().narrow(1, 0, g))).reshape([b, c, 1, 1]);
+            y = y + bias.expand([b, c, h, w]);
+        }
         let y = self.bn2.forward(self.conv2.forward(y));
         relu(y + x)
     }
@@ -239,14 +379,14 @@ impl TakNet {
         TakNet {
             stem: conv(cfg.planes(), c, 3, device),
             stem_bn: BatchNormConfig::new(c).init(device),
-            blocks: (0..cfg.blocks).map(|_| ResBlock::new(c, device)).collect(),
+            blocks: (0..cfg.blocks).map(|_| ResBlock::new(cfg, device)).collect(),
             policy_conv: conv(c, cfg.policy_filters, 1, device),
             policy_bn: BatchNormConfig::new(cfg.policy_filters).init(device),
             policy_fc: dense.then(fc),
             policy_out: (!dense).then(per_square),
-            value_conv: conv(c, 2, 1, device),
-            value_bn: BatchNormConfig::new(2).init(device),
-            value_fc1: LinearConfig::new(2 * n * n, cfg.value_hidden).init(device),
+            value_conv: conv(c, cfg.value_filters, 1, device),
+            value_bn: BatchNormConfig::new(cfg.value_filters).init(device),
+            value_fc1: LinearConfig::new(cfg.value_features(), cfg.value_hidden).init(device),
             value_fc2: LinearConfig::new(cfg.value_hidden, cfg.value_outputs()).init(device),
             margin_fc: cfg.aux.then(|| LinearConfig::new(cfg.value_hidden, 1).init(device)),
             ownership_conv: cfg.aux.then(|| Conv2dConfig::new([c, 1], [1, 1]).with_bias(true).init(device)),
@@ -269,6 +409,18 @@ impl TakNet {
     /// Whether the auxiliary heads are present.
     pub fn aux(&self) -> bool {
         self.margin_fc.is_some()
+    }
+
+    /// Channels pooled by each residual block's global pooling, or `None` without it.
+    pub fn gpool_channels(&self) -> Option<usize> {
+        self.blocks.first().and_then(|b| b.gpool_fc.as_ref()).map(|fc| fc.weight.dims()[0] / 3)
+    }
+
+    /// The kind of value head (read from the shapes: the pooled head's hidden layer has
+    /// `3 × value_filters` inputs, the dense one `value_filters × N²` with `N ≥ 3`).
+    pub fn value_head(&self) -> ValueHead {
+        let filters = self.value_conv.weight.dims()[0];
+        if self.value_fc1.weight.dims()[0] == 3 * filters { ValueHead::Pool } else { ValueHead::Dense }
     }
 
     /// The input plane layout the network reads.
@@ -314,7 +466,10 @@ impl TakNet {
             tanh(o)
         });
         let v = relu(self.value_bn.forward(self.value_conv.forward(h)));
-        let v: Tensor<2> = v.reshape([b as i32, -1]);
+        let v: Tensor<2> = match self.value_head() {
+            ValueHead::Dense => v.reshape([b as i32, -1]),
+            ValueHead::Pool => global_pool(v),
+        };
         let v = relu(self.value_fc1.forward(v));
         let flat_margin = self.margin_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(v.clone()));
         let z = self.value_fc2.forward(v);
@@ -325,6 +480,66 @@ impl TakNet {
             (tanh(z), None)
         };
         NetOutput { policy: logits, value, wdl, flat_margin, ownership, opponent_policy }
+    }
+}
+
+/// What [`TakNet::from_compatible`] took from the source network.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransferReport {
+    /// Tensors copied from the source (same name and shape), in record order.
+    pub copied: Vec<String>,
+    /// Tensors left at their fresh initialisation (absent from the source, or of another
+    /// shape there): zero for the global pooling layers.
+    pub fresh: Vec<String>,
+}
+
+impl TransferReport {
+    /// One line: how many tensors were copied and which are new.
+    pub fn summary(&self) -> String {
+        let fresh = if self.fresh.is_empty() { "none".to_string() } else { self.fresh.join(", ") };
+        format!("copied {} tensors; new (freshly initialised): {fresh}", self.copied.len())
+    }
+}
+
+impl TakNet {
+    /// A network of `net` (size set) that takes from `source`, a network of `source_cfg`,
+    /// every tensor whose name and shape match; the others keep their fresh
+    /// initialisation. This is how a trained model gains the options that start neutral:
+    /// with only [`NetConfig::global_pool`] added, the new gpool layers are zero and the
+    /// result computes exactly what `source` does. (Other differences, such as the value
+    /// head's kind, leave the layers they change freshly initialised.)
+    ///
+    /// # Panics
+    /// When the two configs are for different board sizes.
+    pub fn from_compatible(net: &NetConfig, source: &TakNet, source_cfg: &NetConfig) -> (TakNet, TransferReport) {
+        assert_eq!(net.size, source_cfg.size, "a network for another board size");
+        let device = source.device();
+        let expected = crate::limits::expected_tensors(net);
+        let bytes = source.clone().into_record().into_bytes().expect("a network's record serialises");
+        let stored = burn_pack::Reader::from_bytes(bytes)
+            .and_then(|r| r.into_tensors())
+            .expect("a record just written reads back");
+        let mut by_name: std::collections::HashMap<String, burn_pack::Tensor> =
+            stored.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let mut kept = Vec::new();
+        let mut report = TransferReport::default();
+        for (name, shape) in &expected {
+            let fits = by_name.get(name).is_some_and(|t| {
+                t.dtype == burn_pack::DType::F32 && t.shape.iter().map(|&d| d as u64).eq(shape.iter().copied())
+            });
+            if fits {
+                kept.push(by_name.remove(name).expect("present"));
+                report.copied.push(name.clone());
+            } else {
+                report.fresh.push(name.clone());
+            }
+        }
+        let bytes = burn_pack::Writer::new(kept).into_bytes().expect("tensors serialise");
+        let record = burn::store::ModuleRecord::from_bytes(bytes).expect("a record just written reads back");
+        let model = TakNet::new(net, &device)
+            .try_load_record(record.allow_partial(true))
+            .expect("tensors of matching names and shapes load");
+        (model.valid(), report)
     }
 }
 

@@ -13,6 +13,10 @@
 //!   `[batch, 1]` (final flat margin / N² for the side to move), `ownership`
 //!   `[batch, N²]` (final owner of each square, +1 = the side to move) and
 //!   `opponent_policy_logits` `[batch, policy_size(N)]`;
+//! - global pooling ([`crate::NetConfig::global_pool`], the pooling value head): `Slice`
+//!   of the pooled channels, `ReduceMean` and `ReduceMax` over the board, a `Mul` by the
+//!   board-size scale, `Concat`, then `Gemm`; a block's biases are `Reshape`d to
+//!   `[batch, channels, 1, 1]` and added by a broadcasting `Add`;
 //! - metadata properties: `size`, `half_komi`, `komi`, `input_version`, `planes`,
 //!   `policy_size`, `net` (the [`crate::NetConfig`] as JSON), `blocks`, `channels`,
 //!   `step`, `generation`, `producer`.
@@ -65,6 +69,16 @@ fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
 
 fn attr_int(name: &str, v: i64) -> AttributeProto {
     AttributeProto { name: name.into(), type_: EnumOrUnknown::new(AttributeType::INT), i: v, ..Default::default() }
+}
+
+fn int64_tensor(name: &str, data: &[i64]) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: vec![data.len() as i64],
+        data_type: DataType::INT64 as i32,
+        int64_data: data.to_vec(),
+        ..Default::default()
+    }
 }
 
 fn tensor(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
@@ -193,6 +207,29 @@ impl Builder {
         self.node("Concat", output, &[&a, &b], vec![attr_int("axis", 1)]);
     }
 
+    /// Global pooling ([`crate::model::global_pool`]) of the first `channels` of `x`
+    /// (`[batch, C, N, N]`, all of them when `channels` is C) on an `n`x`n` board:
+    /// `[batch, 3 channels]`, the means, the scaled means and the maxima.
+    fn global_pool(&mut self, name: &str, x: &str, channels: usize, all: bool, n: usize) -> String {
+        let x = if all {
+            x.to_string()
+        } else {
+            let (starts, ends, axes) = (format!("{name}.starts"), format!("{name}.ends"), format!("{name}.axes"));
+            self.init.push(int64_tensor(&starts, &[0]));
+            self.init.push(int64_tensor(&ends, &[channels as i64]));
+            self.init.push(int64_tensor(&axes, &[1]));
+            self.node("Slice", &format!("{name}.slice"), &[x, &starts, &ends, &axes], vec![])
+        };
+        // Opset 17: the axes of both reductions are an attribute.
+        let reduce = || vec![attr_ints("axes", &[2, 3]), attr_int("keepdims", 0)];
+        let mean = self.node("ReduceMean", &format!("{name}.mean"), &[&x], reduce());
+        let max = self.node("ReduceMax", &format!("{name}.max"), &[&x], reduce());
+        let scale = format!("{name}.size_scale");
+        self.init.push(tensor(&scale, &[], &[crate::model::pool_size_scale(n)]));
+        let scaled = self.node("Mul", &format!("{name}.scaled"), &[&mean, &scale], vec![]);
+        self.node("Concat", &format!("{name}.concat"), &[&mean, &scaled, &max], vec![attr_int("axis", 1)])
+    }
+
     fn relu(&mut self, name: &str, x: &str) -> String {
         self.node("Relu", name, &[x], vec![])
     }
@@ -212,9 +249,17 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>, OnnxErro
     let mut g = Builder::default();
     let stem = g.conv("stem", INPUT, &net.stem);
     let mut h = g.relu("stem.relu", &stem);
-    for (i, (c1, c2)) in net.blocks.iter().enumerate() {
+    for (i, ((c1, c2), gpool)) in net.blocks.iter().zip(&net.gpool).enumerate() {
         let y = g.conv(&format!("block{i}.conv1"), &h, c1);
-        let y = g.relu(&format!("block{i}.relu1"), &y);
+        let mut y = g.relu(&format!("block{i}.relu1"), &y);
+        if let Some(fc) = gpool {
+            let pooled = g.global_pool(&format!("block{i}.gpool"), &y, fc.din / 3, fc.din / 3 == c1.cout, n);
+            let bias = g.gemm(&format!("block{i}.gpool.fc"), &pooled, fc, None);
+            let shape = format!("block{i}.gpool.shape");
+            g.init.push(int64_tensor(&shape, &[-1, fc.dout as i64, 1, 1]));
+            let bias = g.node("Reshape", &format!("block{i}.gpool.reshape"), &[&bias, &shape], vec![]);
+            y = g.node("Add", &format!("block{i}.gpool.add"), &[&y, &bias], vec![]);
+        }
         let y = g.conv(&format!("block{i}.conv2"), &y, c2);
         let y = g.node("Add", &format!("block{i}.add"), &[&y, &h], vec![]);
         h = g.relu(&format!("block{i}.relu2"), &y);
@@ -232,7 +277,11 @@ pub fn onnx_bytes(net: &FoldedNet, meta: &ModelMeta) -> Result<Vec<u8>, OnnxErro
     )?;
     let v = g.conv("value.conv", &h, &net.value_conv);
     let v = g.relu("value.relu", &v);
-    let v = g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)]);
+    let v = if net.value_pool() {
+        g.global_pool("value.pool", &v, net.value_conv.cout, true, n)
+    } else {
+        g.node("Flatten", "value.flatten", &[&v], vec![attr_int("axis", 1)])
+    };
     let v = g.gemm("value.fc1", &v, &net.value_fc1, None);
     let v = g.relu("value.relu1", &v);
     let mut outputs =

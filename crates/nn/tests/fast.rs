@@ -147,6 +147,7 @@ fn fast_path_matches_burn_with_the_conv_policy_head() {
             wdl: aux,
             aux,
             policy_head: PolicyHead::Conv,
+            ..NetConfig::default()
         };
         let positions = random_positions(size, 96, 20 + size as u64);
         let model = trained(&cfg, &positions, 4);

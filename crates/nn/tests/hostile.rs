@@ -270,3 +270,59 @@ fn a_hostile_checkpoint_directory_is_refused_naming_the_field() {
         meta = shipped().0;
     }
 }
+
+/// Global pooling: metadata that claims it for weights without it, more pooled channels
+/// than channels, and a model with it whose gpool tensor has the wrong shape.
+#[test]
+fn a_model_claiming_global_pooling_without_its_tensors_is_refused() {
+    use bredon_nn::checkpoint::ModelMeta;
+    use bredon_nn::{NetConfig, TakNet, export_model};
+    refused(
+        "gpool-claimed",
+        &edited(|m| m["net"]["global_pool"] = json!(true)),
+        &["-g16", "`blocks.0.gpool_fc.weight` is missing", "and 5 more"],
+    );
+    refused(
+        "gpool-channels-100",
+        &edited(|m| {
+            m["net"]["global_pool"] = json!(true);
+            m["net"]["gpool_channels"] = json!(100);
+        }),
+        &["`net.gpool_channels` is 100", "1 to 48"],
+    );
+    refused("gpool-channels-negative", &edited(|m| m["net"]["gpool_channels"] = json!(-2)), &["`net.gpool_channels`"]);
+    refused("value-head-pool", &edited(|m| m["net"]["value_head"] = json!("pool")), &["`value_fc1.weight` has shape"]);
+    refused("value-head-unknown", &edited(|m| m["net"]["value_head"] = json!("sideways")), &["unknown variant"]);
+
+    // A real model with global pooling, one of its gpool tensors reshaped.
+    let cfg = NetConfig {
+        size: 4,
+        blocks: 2,
+        channels: 8,
+        value_hidden: 4,
+        policy_filters: 2,
+        global_pool: true,
+        gpool_channels: 4,
+        ..NetConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gpool.bredon");
+    export_model(&TakNet::new(&cfg, &bredon_nn::device()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
+    let b = std::fs::read(&file).unwrap();
+    let (_, m, _) = load_exported_bytes(&b, "gpool.bredon").unwrap();
+    assert_eq!(m.net, cfg);
+    let len = u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+    let meta: Value = serde_json::from_slice(&b[12..12 + len]).unwrap();
+    let weights = b[12 + len..b.len() - 4].to_vec();
+    let mut tensors = Reader::from_bytes(burn::tensor::Bytes::from_bytes_vec(weights)).unwrap().into_tensors().unwrap();
+    let i = tensors.iter().position(|t| t.name == "blocks.1.gpool_fc.weight").unwrap();
+    let (name, dtype, shape, id, bytes) = tensors.remove(i).into_parts().unwrap();
+    assert_eq!((shape.len(), shape[0], shape[1]), (2, 12, 8));
+    tensors.push(Tensor::new(name, dtype, vec![24, 4], id, bytes));
+    let bytes = Writer::new(tensors).into_bytes().unwrap();
+    refused(
+        "gpool-wrong-shape",
+        &bredon(&meta, &bytes),
+        &["b2c8-g4", "`blocks.1.gpool_fc.weight` has shape [24, 4], expected [12, 8]"],
+    );
+}

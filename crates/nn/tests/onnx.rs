@@ -7,9 +7,9 @@ use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::forward_raw;
 use bredon_nn::onnx::{export_onnx, onnx_bytes, read_onnx_summary};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, TrainExample, Trainer, load_exported};
+use bredon_nn::{NetConfig, TakNet, TrainExample, Trainer, ValueHead, load_exported};
 use bredon_rules::Position;
-use common::real_positions;
+use common::{real_positions, with_random_tensors};
 use rand::{Rng, SeedableRng};
 use std::process::Command;
 
@@ -42,7 +42,8 @@ by_name = dict(zip(outputs, all_out))
 extra = 0.0
 for name, path in extras.items():
     want = np.fromfile(path, dtype='<f4').reshape(by_name[name].shape)
-    extra = max(extra, float(np.abs(by_name[name] - want).max()))
+    # Relative above 1 in size, like the policy logits (the opponent's are logits too).
+    extra = max(extra, float((np.abs(by_name[name] - want) / np.maximum(1.0, np.abs(want))).max()))
 if 'wdl_logits' in by_name:
     z = by_name['wdl_logits']
     p = np.exp(z - z.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
@@ -76,11 +77,47 @@ fn onnx_export_with_the_conv_policy_head() {
     check_onnx_export(&NetConfig { policy_head: bredon_nn::PolicyHead::Conv, ..cfg });
 }
 
-/// Exports a briefly trained network of `cfg` (size 5) and compares onnxruntime's outputs
-/// with burn's.
+#[test]
+fn onnx_export_with_global_pooling_and_the_pooling_value_head() {
+    // Global pooling of some channels (a Slice) with random, non-zero weights, with both
+    // value heads; then of all of a block's channels.
+    let gpool = |m: &TakNet, c: &NetConfig| with_random_tensors(m, c, &["gpool_fc"], 0.5, 3);
+    for value_head in [ValueHead::Dense, ValueHead::Pool] {
+        let cfg = NetConfig {
+            input_version: 2,
+            wdl: true,
+            aux: true,
+            global_pool: true,
+            gpool_channels: 16,
+            value_head,
+            value_filters: 8,
+            ..NetConfig::default_for_size(5)
+        };
+        check_onnx_export_with(&cfg, gpool);
+    }
+    // On 6x6, where the board-size feature is not zero (it is on 5x5).
+    let cfg = NetConfig {
+        blocks: 2,
+        channels: 16,
+        global_pool: true,
+        gpool_channels: 16,
+        value_head: ValueHead::Pool,
+        aux: true,
+        ..NetConfig::default_for_size(6)
+    };
+    check_onnx_export_with(&cfg, gpool);
+}
+
+/// Exports a briefly trained network of `cfg` (the reference games' positions on 5x5,
+/// random ones on other sizes) and compares onnxruntime's outputs with burn's.
 fn check_onnx_export(cfg: &NetConfig) {
-    let positions = real_positions();
-    let size = 5;
+    check_onnx_export_with(cfg, |m, _| m.clone());
+}
+
+/// [`check_onnx_export`] of the trained network changed by `prepare`.
+fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig) -> TakNet) {
+    let size = cfg.size;
+    let positions = if size == 5 { real_positions() } else { common::random_positions(size, 192, 6) };
     let cfg = cfg.clone();
     let version = cfg.input_version;
     let mut expected_outputs = vec!["policy_logits", "value"];
@@ -109,7 +146,7 @@ fn check_onnx_export(cfg: &NetConfig) {
             .collect();
         trainer.step(&batch, 0.01).unwrap();
     }
-    let model = trainer.model();
+    let model = prepare(&trainer.model(), &cfg);
     let meta = ModelMeta::new(&cfg, 3, 3, 1);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("net.onnx");
@@ -120,7 +157,7 @@ fn check_onnx_export(cfg: &NetConfig) {
     assert_eq!(summary.inputs, ["planes"]);
     assert_eq!(summary.outputs, expected_outputs);
     let get = |k: &str| summary.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-    assert_eq!(get("size").as_deref(), Some("5"));
+    assert_eq!(get("size"), Some(size.to_string()));
     assert_eq!(get("half_komi").as_deref(), Some("3"));
     assert_eq!(get("komi").as_deref(), Some("1.5"));
     assert_eq!(get("input_version"), Some(version.to_string()));
@@ -189,8 +226,9 @@ fn check_onnx_export(cfg: &NetConfig) {
         let d = report[key].as_f64().unwrap();
         assert!(d <= 1e-4, "{key} differ by {d}");
     }
-    assert_eq!(report["shape"], serde_json::json!([[ps.len(), 3175], [ps.len(), 1]]));
-    assert_eq!(report["meta"]["size"], "5");
+    let moves = bredon_nn::policy::policy_size(size);
+    assert_eq!(report["shape"], serde_json::json!([[ps.len(), moves], [ps.len(), 1]]));
+    assert_eq!(report["meta"]["size"], size.to_string());
     assert_eq!(report["meta"]["input_version"], version.to_string());
 }
 

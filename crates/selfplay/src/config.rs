@@ -374,6 +374,13 @@ impl RunConfig {
         if self.net.size != 0 && self.net.size != g.size {
             invalid!("net.size = {} differs from game.size = {}", self.net.size, g.size);
         }
+        let n = &self.net;
+        if n.global_pool && !(1..=n.channels).contains(&n.gpool_channels) {
+            invalid!("net.gpool_channels = {} must be from 1 to net.channels = {}", n.gpool_channels, n.channels);
+        }
+        if n.value_filters == 0 {
+            invalid!("net.value_filters must be at least 1");
+        }
         let s = &self.selfplay;
         if s.games_per_generation == 0 || s.concurrent_games == 0 || s.visits == 0 {
             invalid!("selfplay.games_per_generation, concurrent_games and visits must be positive");

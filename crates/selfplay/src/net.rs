@@ -95,13 +95,23 @@ impl Learner {
     pub fn from_model_file(cfg: &RunConfig, path: &Path) -> Result<(Learner, ModelMeta)> {
         let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
         let net = net_config(cfg);
-        if meta.net != net {
+        // A model that lacks only options that can be added to a trained network (global
+        // pooling, the value head's kind and filters) is upgraded: matching tensors are
+        // copied, the others start fresh (the global pooling layers at zero).
+        if meta.net.with_upgradable_options_of(&net) != net {
             return Err(RunError::ArchitectureMismatch {
                 model: path.display().to_string(),
                 found: meta.net.name(),
                 wanted: net.name(),
             });
         }
+        let model = if meta.net != net {
+            let (upgraded, report) = bredon_nn::TakNet::from_compatible(&net, &model, &meta.net);
+            eprintln!("upgraded {} from {} to {}: {}", path.display(), meta.net.name(), net.name(), report.summary());
+            upgraded
+        } else {
+            model
+        };
         if meta.half_komi != cfg.game.half_komi() {
             return Err(RunError::KomiMismatch {
                 model: path.display().to_string(),
@@ -192,6 +202,41 @@ mod tests {
     use super::*;
     use crate::replay::{GameRecord, PlyRecord, StoredResult};
     use bredon_rules::Position;
+
+    /// `--init-from` a model without global pooling into a config with it: upgraded, the
+    /// same outputs (the new layers are zero); any other difference is still refused.
+    #[test]
+    fn init_from_adds_global_pooling_and_refuses_other_changes() {
+        let mut cfg = RunConfig::default();
+        cfg.game.size = 4;
+        cfg.net = NetConfig { blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
+        let old = net_config(&cfg);
+        let model = bredon_nn::TakNet::new(&old, &bredon_nn::device());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("old.bredon");
+        bredon_nn::export_model(&model, &ModelMeta::new(&old, cfg.game.half_komi(), 5, 1), &file).unwrap();
+        let mut gpool = cfg.clone();
+        gpool.net.global_pool = true;
+        gpool.net.gpool_channels = 4;
+        let (learner, meta) = Learner::from_model_file(&gpool, &file).unwrap();
+        assert_eq!((meta.net, learner.describe()), (old, "b2c8-g4".to_string()));
+        let positions: Vec<Position> = (0..4)
+            .map(|i| {
+                let mut p = Position::new(4).unwrap();
+                for _ in 0..i * 3 {
+                    p.play(p.legal_moves()[i]).unwrap();
+                }
+                p
+            })
+            .collect();
+        let refs: Vec<&Position> = positions.iter().collect();
+        let forward = |m: &bredon_nn::TakNet| bredon_nn::inference::forward_raw(m, &refs, 4);
+        assert_eq!(forward(&learner.model()), forward(&model));
+        let mut wider = gpool.clone();
+        wider.net.channels = 16;
+        let e = Learner::from_model_file(&wider, &file).err().unwrap().to_string();
+        assert!(e.contains("is a b2c8 network, the config asks for b2c16-g4"), "{e}");
+    }
 
     #[test]
     fn symmetries_transform_the_auxiliary_targets() {

@@ -20,3 +20,66 @@ pub fn real_positions() -> Vec<Position> {
     }
     out
 }
+
+/// `n` unfinished positions of random games on `size`.
+#[allow(dead_code)] // not every test file that includes this module uses it
+pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let mut pos = Position::new(size).unwrap();
+        for _ in 0..rng.random_range(0..3 * size * size) {
+            let moves = pos.legal_moves();
+            if pos.result().is_some() || moves.is_empty() {
+                break;
+            }
+            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
+        }
+        if pos.result().is_none() {
+            out.push(pos);
+        }
+    }
+    out
+}
+
+/// `model` (a network of `cfg`) with every tensor whose name contains one of `names`
+/// replaced by values drawn from N(0, `std`²): weights that start at zero (the global
+/// pooling layers) made to matter.
+#[allow(dead_code)] // not every test file that includes this module uses it
+pub fn with_random_tensors(
+    model: &bredon_nn::TakNet,
+    cfg: &bredon_nn::NetConfig,
+    names: &[&str],
+    std: f32,
+    seed: u64,
+) -> bredon_nn::TakNet {
+    use burn::module::Module;
+    use rand::{Rng, SeedableRng};
+    // A standard normal sample (Box–Muller).
+    let normal = |rng: &mut rand_chacha::ChaCha8Rng| {
+        let u: f32 = rng.random_range(f32::EPSILON..1.0);
+        let v: f32 = rng.random_range(0.0..1.0);
+        (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let bytes = model.clone().into_record().into_bytes().unwrap();
+    let tensors = burn_pack::Reader::from_bytes(bytes).unwrap().into_tensors().unwrap();
+    let mut replaced = 0;
+    let tensors: Vec<burn_pack::Tensor> = tensors
+        .into_iter()
+        .map(|t| {
+            if !names.iter().any(|n| t.name.contains(n)) {
+                return t;
+            }
+            replaced += 1;
+            let (name, dtype, shape, id, bytes) = t.into_parts().unwrap();
+            let data: Vec<u8> = (0..bytes.len() / 4).flat_map(|_| (normal(&mut rng) * std).to_le_bytes()).collect();
+            burn_pack::Tensor::new(name, dtype, shape, id, burn::tensor::Bytes::from_bytes_vec(data))
+        })
+        .collect();
+    assert!(replaced > 0, "no tensor named like {names:?}");
+    let bytes = burn_pack::Writer::new(tensors).into_bytes().unwrap();
+    let record = burn::store::ModuleRecord::from_bytes(bytes).unwrap();
+    bredon_nn::TakNet::new(cfg, &model.device()).try_load_record(record).unwrap()
+}

@@ -1,0 +1,257 @@
+//! Global pooling (`[net] global_pool`) and the pooling value head (`value_head = "pool"`)
+//! on every path: burn, the fast path, save and load, training, and upgrading a trained
+//! network that has neither.
+
+#[allow(dead_code)] // this file does not read the reference games
+mod common;
+use bredon_nn::checkpoint::ModelMeta;
+use bredon_nn::fast::{FastNet, Isa};
+use bredon_nn::folded::FoldedNet;
+use bredon_nn::inference::forward_raw;
+use bredon_nn::train::OptimizerSettings;
+use bredon_nn::{
+    NetConfig, PolicyHead, TakNet, TrainExample, Trainer, ValueHead, export_model, load_exported, load_model,
+    save_model,
+};
+use bredon_rules::Position;
+use burn::module::Module;
+use common::{random_positions, with_random_tensors};
+use rand::{Rng, SeedableRng};
+
+fn batch(positions: &[Position], rng: &mut impl Rng) -> Vec<TrainExample> {
+    positions
+        .iter()
+        .map(|p| {
+            let moves = p.legal_moves();
+            TrainExample {
+                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                value: rng.random_range(-1.0..1.0),
+                position: p.clone(),
+                wdl: None,
+                aux: Default::default(),
+            }
+        })
+        .collect()
+}
+
+/// A few training steps (BatchNorm statistics no longer the identity).
+fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
+    let mut trainer = Trainer::new(cfg, OptimizerSettings::default(), seed).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for chunk in positions.chunks(32).take(3) {
+        trainer.step(&batch(chunk, &mut rng), 0.01).unwrap();
+    }
+    trainer.model()
+}
+
+/// The values of every tensor of `model` whose name contains `part`.
+fn tensor_values(model: &TakNet, part: &str) -> Vec<f32> {
+    let bytes = model.clone().into_record().into_bytes().unwrap();
+    let tensors = burn_pack::Reader::from_bytes(bytes).unwrap().into_tensors().unwrap();
+    let mut out = Vec::new();
+    for t in tensors.into_iter().filter(|t| t.name.contains(part)) {
+        let bytes = t.into_bytes().unwrap();
+        out.extend(bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())));
+    }
+    out
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0.0, f32::max)
+}
+
+fn gpool_config(size: usize, value_head: ValueHead, wdl: bool) -> NetConfig {
+    NetConfig {
+        size,
+        blocks: 2,
+        channels: 24,
+        value_hidden: 12,
+        policy_filters: 4,
+        input_version: 2,
+        wdl,
+        aux: wdl,
+        global_pool: true,
+        gpool_channels: 8,
+        value_head,
+        value_filters: if value_head == ValueHead::Pool { 6 } else { 2 },
+        ..NetConfig::default()
+    }
+}
+
+/// A trained network of `cfg` with its global pooling layers set to random weights large
+/// enough to change every output.
+fn gpool_network(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
+    let model = trained(cfg, positions, seed);
+    with_random_tensors(&model, cfg, &["gpool_fc"], 0.5, seed)
+}
+
+#[test]
+fn names_and_serialisation_of_the_new_options() {
+    let cfg = gpool_config(6, ValueHead::Pool, false);
+    assert_eq!(cfg.name(), "b2c24-v2-g8-vf6-vp");
+    let json = serde_json::to_string(&cfg).unwrap();
+    assert!(json.contains("\"global_pool\":true") && json.contains("\"value_head\":\"pool\""), "{json}");
+    assert_eq!(serde_json::from_str::<NetConfig>(&json).unwrap(), cfg);
+    // Off (the defaults), none of the new fields is written: older builds read the file.
+    let plain = serde_json::to_string(&NetConfig::default_for_size(6)).unwrap();
+    for field in ["global_pool", "gpool_channels", "value_head", "value_filters"] {
+        assert!(!plain.contains(field), "{plain}");
+    }
+    assert_eq!(NetConfig::default_for_size(6).name(), "b6c64");
+    let e = serde_json::from_str::<NetConfig>(r#"{"value_head": "flat"}"#).unwrap_err().to_string();
+    assert!(e.contains("unknown variant"), "{e}");
+}
+
+/// The fast path agrees with burn within 1e-4 with global pooling (non-zero weights) and
+/// both value heads, on 5x5 and 6x6, for every instruction set of this CPU.
+#[test]
+fn fast_path_matches_burn_with_global_pooling() {
+    for (size, value_head, wdl) in [
+        (5, ValueHead::Dense, false),
+        (5, ValueHead::Pool, true),
+        (6, ValueHead::Dense, true),
+        (6, ValueHead::Pool, false),
+    ] {
+        let cfg = gpool_config(size, value_head, wdl);
+        let positions = random_positions(size, 96, 30 + size as u64);
+        let model = gpool_network(&cfg, &positions, 11);
+        assert_eq!((model.gpool_channels(), model.value_head()), (Some(8), value_head));
+        let folded = FoldedNet::from_model(&model, size);
+        assert_eq!(folded.config, cfg, "the folded network reads its architecture from the weights");
+        let refs: Vec<&Position> = positions.iter().collect();
+        // The global pooling changes the outputs (so the comparison below tests it).
+        let plain_cfg = NetConfig { global_pool: false, ..cfg.clone() };
+        let (plain, report) = TakNet::from_compatible(&plain_cfg, &model, &cfg);
+        assert!(report.fresh.is_empty(), "{report:?}");
+        let (bl, bv) = forward_raw(&model, &refs, size);
+        let (pl, pv) = forward_raw(&plain, &refs, size);
+        assert!(max_diff(&bl, &pl) > 1e-2 && max_diff(&bv, &pv) > 1e-3, "global pooling changes nothing");
+        assert!(bl.iter().any(|&x| x.abs() > 1e-3));
+        for isa in Isa::available() {
+            let fast = FastNet::from_folded(&folded, isa);
+            for b in [1, 3, 17, 96] {
+                for chunk in refs.chunks(b).take(3) {
+                    let (bl, bv) = forward_raw(&model, chunk, size);
+                    let (fl, fv) = fast.forward(chunk);
+                    let (dl, dv) = (max_diff(&bl, &fl), max_diff(&bv, &fv));
+                    assert!(dl <= 1e-4 && dv <= 1e-4, "{size}x{size} {value_head:?} {isa:?} batch {b}: {dl} {dv}");
+                }
+            }
+        }
+    }
+}
+
+/// The pooling value head runs on any board size: its weights are the same for all.
+#[test]
+fn the_pooling_value_head_has_no_board_sized_weights() {
+    let shapes = |size| {
+        let cfg = NetConfig {
+            size,
+            value_head: ValueHead::Pool,
+            value_filters: 8,
+            policy_head: PolicyHead::Conv,
+            global_pool: true,
+            aux: true,
+            wdl: true,
+            ..NetConfig::default()
+        };
+        bredon_nn::limits::expected_tensors(&cfg)
+            .into_iter()
+            .filter(|(name, _)| !name.starts_with("policy_out") && !name.starts_with("opponent_policy_out"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shapes(4), shapes(7));
+    assert!(shapes(5).iter().any(|(n, s)| n == "value_fc1.weight" && *s == [24, 64]));
+}
+
+#[test]
+fn a_gpool_model_saves_and_loads_with_identical_outputs() {
+    let cfg = gpool_config(5, ValueHead::Pool, true);
+    let positions = random_positions(5, 64, 3);
+    let model = gpool_network(&cfg, &positions, 5);
+    let refs: Vec<&Position> = positions.iter().collect();
+    let want = forward_raw(&model, &refs, 5);
+    let meta = ModelMeta::new(&cfg, 4, 10, 2);
+    let dir = tempfile::tempdir().unwrap();
+    save_model(&model, &meta, dir.path()).unwrap();
+    let file = dir.path().join("net.bredon");
+    export_model(&model, &meta, &file).unwrap();
+    for (loaded, m) in [load_model(dir.path()).unwrap(), load_exported(&file).unwrap()] {
+        assert_eq!(m, meta);
+        assert_eq!(tensor_values(&loaded, "gpool_fc"), tensor_values(&model, "gpool_fc"));
+        assert_eq!(forward_raw(&loaded, &refs, 5), want);
+    }
+}
+
+#[test]
+fn a_training_step_trains_the_gpool_layers() {
+    let cfg = gpool_config(6, ValueHead::Pool, true);
+    let positions = random_positions(6, 32, 8);
+    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 1).unwrap();
+    let before = tensor_values(&trainer.model(), "gpool_fc");
+    assert_eq!(before.len(), 2 * (24 * 24 + 24));
+    assert!(before.iter().all(|&w| w == 0.0), "the gpool layers start at zero");
+    let value_before = tensor_values(&trainer.model(), "value_fc1");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let losses = trainer.step(&batch(&positions, &mut rng), 0.01).unwrap();
+    assert!(losses.policy.is_finite() && losses.value.is_finite());
+    let after = tensor_values(&trainer.model(), "gpool_fc");
+    let changed = after.iter().filter(|&&w| w != 0.0).count();
+    assert!(changed > after.len() / 2, "only {changed} of {} gpool weights changed", after.len());
+    assert_ne!(tensor_values(&trainer.model(), "value_fc1"), value_before);
+}
+
+/// A trained network without global pooling, upgraded to it, computes exactly the same
+/// outputs (the new layers are zero) on burn and on the fast path; the report names the
+/// new tensors.
+#[test]
+fn upgrading_a_trained_model_to_global_pooling_keeps_its_outputs() {
+    let old = NetConfig {
+        size: 5,
+        blocks: 3,
+        channels: 16,
+        value_hidden: 8,
+        policy_filters: 4,
+        input_version: 2,
+        wdl: true,
+        aux: true,
+        ..NetConfig::default()
+    };
+    let positions = random_positions(5, 64, 4);
+    let model = trained(&old, &positions, 3);
+    let new = NetConfig { global_pool: true, gpool_channels: 16, ..old.clone() };
+    let (upgraded, report) = TakNet::from_compatible(&new, &model, &old);
+    let fresh: Vec<String> =
+        (0..3).flat_map(|b| ["weight", "bias"].map(|p| format!("blocks.{b}.gpool_fc.{p}"))).collect();
+    assert_eq!(report.fresh, fresh);
+    assert_eq!(report.copied.len(), bredon_nn::limits::expected_tensors(&old).len());
+    assert!(report.summary().contains("blocks.2.gpool_fc.bias"), "{}", report.summary());
+    assert_eq!(upgraded.gpool_channels(), Some(16));
+    let refs: Vec<&Position> = positions.iter().collect();
+    assert_eq!(forward_raw(&upgraded, &refs, 5), forward_raw(&model, &refs, 5));
+    let x = bredon_nn::train::encode_batch(refs.iter().copied(), 2, 5, &model.device());
+    let (a, b) = (model.forward_all(x.clone(), true), upgraded.forward_all(x, true));
+    let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    for (p, q) in [
+        (a.wdl.unwrap(), b.wdl.unwrap()),
+        (a.flat_margin.unwrap(), b.flat_margin.unwrap()),
+        (a.ownership.unwrap(), b.ownership.unwrap()),
+        (a.opponent_policy.unwrap(), b.opponent_policy.unwrap()),
+    ] {
+        assert_eq!(floats(p), floats(q));
+    }
+    let fast_old = FastNet::from_model(&model, 5).forward(&refs);
+    let fast_new = FastNet::from_model(&upgraded, 5).forward(&refs);
+    assert_eq!(fast_old, fast_new);
+    // Trained on, it moves away from the old network.
+    let mut trainer = Trainer::from_model(&new, upgraded, OptimizerSettings::default()).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    trainer.step(&batch(&positions[..32], &mut rng), 0.01).unwrap();
+    assert!(tensor_values(&trainer.model(), "gpool_fc").iter().any(|&w| w != 0.0));
+
+    // Changing the value head's kind keeps everything but its hidden layer.
+    let pooled = NetConfig { value_head: ValueHead::Pool, ..old.clone() };
+    let (_, report) = TakNet::from_compatible(&pooled, &model, &old);
+    assert_eq!(report.fresh, ["value_fc1.weight"]);
+}
