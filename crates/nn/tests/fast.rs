@@ -5,60 +5,15 @@ use bredon_mcts::Evaluator;
 use bredon_nn::fast::{FastNet, Isa};
 use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::{InferenceKind, forward_raw};
-use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, NetEvaluator, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
+use bredon_nn::{NetConfig, NetEvaluator, PolicyHead, TakNet, load_exported};
 use bredon_rules::Position;
-use rand::{Rng, SeedableRng};
+use common::{random_positions, trained};
 
 /// Every position of the reference games in `shared/data/games` (all 5x5).
 fn real_positions() -> Vec<Position> {
     let out = common::real_positions();
     assert!(out.len() >= 64, "only {} positions", out.len());
     out
-}
-
-fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
-    while out.len() < n {
-        let mut pos = Position::new(size).unwrap();
-        for _ in 0..rng.random_range(0..3 * size * size) {
-            let moves = pos.legal_moves();
-            if pos.result().is_some() || moves.is_empty() {
-                break;
-            }
-            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
-        }
-        if pos.result().is_none() {
-            out.push(pos);
-        }
-    }
-    out
-}
-
-/// A network whose BatchNorm statistics are no longer the identity: a few training steps.
-fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
-    let mut trainer = Trainer::new(cfg, OptimizerSettings::default(), seed).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    for step in 0..3 {
-        let batch: Vec<TrainExample> = positions
-            .iter()
-            .skip(step * 32)
-            .take(32)
-            .map(|p| {
-                let moves = p.legal_moves();
-                TrainExample {
-                    policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
-                    value: rng.random_range(-1.0..1.0),
-                    position: p.clone(),
-                    wdl: None,
-                    aux: Default::default(),
-                }
-            })
-            .collect();
-        trainer.step(&batch, 0.01).unwrap();
-    }
-    trainer.model()
 }
 
 /// Largest absolute difference of logits and of values between burn and the fast path,

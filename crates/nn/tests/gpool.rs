@@ -10,39 +10,12 @@ use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::forward_raw;
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{
-    NetConfig, PolicyHead, TakNet, TrainExample, Trainer, ValueHead, export_model, load_exported, load_model,
-    save_model,
+    NetConfig, PolicyHead, TakNet, Trainer, ValueHead, export_model, load_exported, load_model, save_model,
 };
 use bredon_rules::Position;
 use burn::module::Module;
-use common::{random_positions, with_random_tensors};
-use rand::{Rng, SeedableRng};
-
-fn batch(positions: &[Position], rng: &mut impl Rng) -> Vec<TrainExample> {
-    positions
-        .iter()
-        .map(|p| {
-            let moves = p.legal_moves();
-            TrainExample {
-                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
-                value: rng.random_range(-1.0..1.0),
-                position: p.clone(),
-                wdl: None,
-                aux: Default::default(),
-            }
-        })
-        .collect()
-}
-
-/// A few training steps (BatchNorm statistics no longer the identity).
-fn trained(cfg: &NetConfig, positions: &[Position], seed: u64) -> TakNet {
-    let mut trainer = Trainer::new(cfg, OptimizerSettings::default(), seed).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    for chunk in positions.chunks(32).take(3) {
-        trainer.step(&batch(chunk, &mut rng), 0.01).unwrap();
-    }
-    trainer.model()
-}
+use common::{random_examples, random_positions, trained, with_random_tensors};
+use rand::SeedableRng;
 
 /// The values of every tensor of `model` whose name contains `part`.
 fn tensor_values(model: &TakNet, part: &str) -> Vec<f32> {
@@ -194,7 +167,7 @@ fn a_training_step_trains_the_gpool_layers() {
     assert!(before.iter().all(|&w| w == 0.0), "the gpool layers start at zero");
     let value_before = tensor_values(&trainer.model(), "value_fc1");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
-    let losses = trainer.step(&batch(&positions, &mut rng), 0.01).unwrap();
+    let losses = trainer.step(&random_examples(&positions, &mut rng), 0.01).unwrap();
     assert!(losses.policy.is_finite() && losses.value.is_finite());
     let after = tensor_values(&trainer.model(), "gpool_fc");
     let changed = after.iter().filter(|&&w| w != 0.0).count();
@@ -247,7 +220,7 @@ fn upgrading_a_trained_model_to_global_pooling_keeps_its_outputs() {
     // Trained on, it moves away from the old network.
     let mut trainer = Trainer::from_model(&new, upgraded, OptimizerSettings::default()).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-    trainer.step(&batch(&positions[..32], &mut rng), 0.01).unwrap();
+    trainer.step(&random_examples(&positions[..32], &mut rng), 0.01).unwrap();
     assert!(tensor_values(&trainer.model(), "gpool_fc").iter().any(|&w| w != 0.0));
 
     // Changing the value head's kind keeps everything but its hidden layer.

@@ -83,3 +83,33 @@ pub fn with_random_tensors(
     let record = burn::store::ModuleRecord::from_bytes(bytes).unwrap();
     bredon_nn::TakNet::new(cfg, &model.device()).try_load_record(record).unwrap()
 }
+
+/// A random legal move as the policy target and a random value for each position.
+#[allow(dead_code)] // not every test file that includes this module uses it
+pub fn random_examples(positions: &[Position], rng: &mut impl rand::Rng) -> Vec<bredon_nn::TrainExample> {
+    positions
+        .iter()
+        .map(|p| {
+            let moves = p.legal_moves();
+            bredon_nn::TrainExample {
+                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                value: rng.random_range(-1.0..1.0),
+                position: p.clone(),
+                wdl: None,
+                aux: Default::default(),
+            }
+        })
+        .collect()
+}
+
+/// A few training steps (BatchNorm statistics no longer the identity).
+#[allow(dead_code)] // not every test file that includes this module uses it
+pub fn trained(cfg: &bredon_nn::NetConfig, positions: &[Position], seed: u64) -> bredon_nn::TakNet {
+    use rand::SeedableRng;
+    let mut trainer = bredon_nn::Trainer::new(cfg, bredon_nn::train::OptimizerSettings::default(), seed).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for chunk in positions.chunks(32).take(3) {
+        trainer.step(&random_examples(chunk, &mut rng), 0.01).unwrap();
+    }
+    trainer.model()
+}
