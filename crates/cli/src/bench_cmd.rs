@@ -45,7 +45,7 @@ pub struct NnArgs {
     #[arg(long)]
     pub channels: Option<usize>,
     /// The policy head's last layer: `dense` or `conv` (`[net] policy_head`).
-    #[arg(long, value_parser = parse_policy_head)]
+    #[arg(long, value_parser = parse_net_choice::<bredon_nn::PolicyHead>)]
     pub policy_head: Option<bredon_nn::PolicyHead>,
     /// Override the policy head's features per square (`[net] policy_filters`).
     #[arg(long)]
@@ -61,7 +61,7 @@ pub struct NnArgs {
     #[arg(long)]
     pub gpool_channels: Option<usize>,
     /// The value head: `dense` or `pool` (`[net] value_head`).
-    #[arg(long, value_parser = parse_value_head)]
+    #[arg(long, value_parser = parse_net_choice::<bredon_nn::ValueHead>)]
     pub value_head: Option<bredon_nn::ValueHead>,
     /// Override the value head's filters (`[net] value_filters`).
     #[arg(long)]
@@ -146,20 +146,9 @@ fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: 
     done as f64 / start.elapsed().as_secs_f64()
 }
 
-fn parse_value_head(s: &str) -> Result<bredon_nn::ValueHead, String> {
-    match s {
-        "dense" => Ok(bredon_nn::ValueHead::Dense),
-        "pool" => Ok(bredon_nn::ValueHead::Pool),
-        _ => Err(format!("{s:?}: expected `dense` or `pool`")),
-    }
-}
-
-fn parse_policy_head(s: &str) -> Result<bredon_nn::PolicyHead, String> {
-    match s {
-        "dense" => Ok(bredon_nn::PolicyHead::Dense),
-        "conv" => Ok(bredon_nn::PolicyHead::Conv),
-        _ => Err(format!("{s:?}: expected `dense` or `conv`")),
-    }
+/// A `[net]` choice (`PolicyHead`, `ValueHead`) by the name a config file gives it.
+fn parse_net_choice<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    T::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(s)).map_err(|e| e.to_string())
 }
 
 fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
@@ -201,14 +190,8 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
                 if let Some(f) = args.value_filters {
                     net.value_filters = f;
                 }
-                if pool && !(1..=net.channels).contains(&net.gpool_channels) {
-                    anyhow::bail!(
-                        "--gpool-channels {} must be from 1 to the channels ({})",
-                        net.gpool_channels,
-                        net.channels
-                    );
-                }
                 let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
+                meta.check().context("the network options")?;
                 Ok((TakNet::new(&net, &device), meta))
             })
             .collect::<Result<_>>()?,

@@ -6,11 +6,9 @@ use bredon_nn::encoding::{encode, input_len};
 use bredon_nn::folded::FoldedNet;
 use bredon_nn::inference::forward_raw;
 use bredon_nn::onnx::{export_onnx, onnx_bytes, read_onnx_summary};
-use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, TakNet, TrainExample, Trainer, ValueHead, load_exported};
+use bredon_nn::{NetConfig, TakNet, ValueHead, load_exported};
 use bredon_rules::Position;
 use common::{real_positions, with_random_tensors};
-use rand::{Rng, SeedableRng};
 use std::process::Command;
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -128,25 +126,7 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
         expected_outputs.extend(["flat_margin", "ownership", "opponent_policy_logits"]);
     }
     // A few training steps so the BatchNorm statistics (folded into the export) matter.
-    let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
-    for chunk in positions.chunks(32).take(3) {
-        let batch: Vec<TrainExample> = chunk
-            .iter()
-            .map(|p| {
-                let moves = p.legal_moves();
-                TrainExample {
-                    policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
-                    value: rng.random_range(-1.0..1.0),
-                    position: p.clone(),
-                    wdl: None,
-                    aux: Default::default(),
-                }
-            })
-            .collect();
-        trainer.step(&batch, 0.01).unwrap();
-    }
-    let model = prepare(&trainer.model(), &cfg);
+    let model = prepare(&common::trained(&cfg, &positions, 4), &cfg);
     let meta = ModelMeta::new(&cfg, 3, 3, 1);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("net.onnx");

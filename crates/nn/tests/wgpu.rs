@@ -6,11 +6,11 @@
 mod common;
 use bredon_nn::model::NetOutput;
 use bredon_nn::train::{OptimizerSettings, encode_batch};
-use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, TrainExample, Trainer, load_exported};
+use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, load_exported};
 use bredon_rules::Position;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
-use common::real_positions;
+use common::{random_examples, real_positions};
 use rand::{Rng, SeedableRng};
 
 fn wgpu() -> Device {
@@ -35,24 +35,6 @@ fn played_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
         }
     }
     out
-}
-
-/// One training example per position: a random legal move as the policy target and a
-/// random value.
-fn examples(positions: &[Position], rng: &mut impl Rng) -> Vec<TrainExample> {
-    positions
-        .iter()
-        .map(|p| {
-            let moves = p.legal_moves();
-            TrainExample {
-                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
-                value: rng.random_range(-1.0..1.0),
-                position: p.clone(),
-                wdl: None,
-                aux: Default::default(),
-            }
-        })
-        .collect()
 }
 
 fn floats(t: Tensor<2>) -> Vec<f32> {
@@ -126,7 +108,7 @@ fn every_head_of_a_trained_conv_net_agrees_on_wgpu() {
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     for chunk in positions.chunks(32) {
-        let batch = examples(chunk, &mut rng);
+        let batch = random_examples(chunk, &mut rng);
         trainer.step(&batch, 0.01).unwrap();
     }
     assert_heads_agree(&trainer.model(), &positions, 6, "conv 6x6 net");
@@ -139,7 +121,7 @@ fn training_steps_on_wgpu_follow_the_cpu() {
     let cfg = NetConfig { blocks: 1, channels: 16, wdl: true, aux: true, ..NetConfig::default_for_size(4) };
     let positions = played_positions(4, 64, 8);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
-    let batch = examples(&positions, &mut rng);
+    let batch = random_examples(&positions, &mut rng);
     let init = Trainer::new(&cfg, OptimizerSettings::default(), 5).unwrap().model();
     let mut cpu = Trainer::from_model_on(&cfg, init.clone(), OptimizerSettings::default(), &Device::flex()).unwrap();
     let mut gpu = Trainer::from_model_on(&cfg, init, OptimizerSettings::default(), &wgpu()).unwrap();

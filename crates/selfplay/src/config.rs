@@ -370,17 +370,14 @@ impl RunConfig {
         if (g.komi * 2.0).fract() != 0.0 || g.komi.abs() > 60.0 {
             invalid!("game.komi = {} must be a multiple of 0.5", g.komi);
         }
-        bredon_nn::encoding::check_input_version(self.net.input_version).map_err(ConfigError::InputVersion)?;
         if self.net.size != 0 && self.net.size != g.size {
             invalid!("net.size = {} differs from game.size = {}", self.net.size, g.size);
         }
-        let n = &self.net;
-        if n.global_pool && !(1..=n.channels).contains(&n.gpool_channels) {
-            invalid!("net.gpool_channels = {} must be from 1 to net.channels = {}", n.gpool_channels, n.channels);
-        }
-        if n.value_filters == 0 {
-            invalid!("net.value_filters must be at least 1");
-        }
+        // The network's own limits, as a model file of it is checked (input version,
+        // sizes of every part, pooled channels, parameter count).
+        let net = self.net.for_size(g.size);
+        bredon_nn::limits::check_meta(g.size, net.input_version, bredon_nn::policy::policy_size(g.size), &net)
+            .map_err(ConfigError::Net)?;
         let s = &self.selfplay;
         if s.games_per_generation == 0 || s.concurrent_games == 0 || s.visits == 0 {
             invalid!("selfplay.games_per_generation, concurrent_games and visits must be positive");
@@ -477,6 +474,9 @@ mod tests {
             assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{size}x{size}.toml");
         }
         assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
+        // The network's limits, as for a model file: pooled channels are some of the channels.
+        let e = err("[net]\nchannels = 8\nglobal_pool = true\ngpool_channels = 9");
+        assert!(e.contains("in [net]") && e.contains("`net.gpool_channels` is 9") && e.contains("1 to 8"), "{e}");
         // The A/B candidates' training configs (experiments/ab-*-b.toml) load too.
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
         let mut candidates = 0;

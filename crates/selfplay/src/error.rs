@@ -33,9 +33,10 @@ pub enum ConfigError {
     /// A value that parses but breaks a rule (the message names the key and the rule).
     #[error("{0}")]
     Invalid(String),
-    /// `[net] input_version` is not one this build knows.
-    #[error("in [net] input_version")]
-    InputVersion(#[source] bredon_nn::limits::ModelFileError),
+    /// `[net]` describes a network outside what a model file may hold (an unknown input
+    /// version, a size out of its limits, more pooled channels than channels).
+    #[error("in [net]")]
+    Net(#[source] bredon_nn::limits::ModelFileError),
     /// The error is in this config file.
     #[error("in config {}", path.display())]
     In {
