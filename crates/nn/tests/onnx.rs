@@ -31,6 +31,12 @@ opts.intra_op_num_threads = 1
 s = ort.InferenceSession(model, opts, providers=['CPUExecutionProvider'])
 assert [i.name for i in s.get_inputs()] == ['planes'], s.get_inputs()
 assert [o.name for o in s.get_outputs()] == outputs, s.get_outputs()
+# Differences relative to each row's scale (its largest magnitude, at least 1): float32
+# rounding grows with the largest terms summed, and a small logit beside logits in the
+# hundreds (random weights make them) carries their rounding, not its own.
+def rel(got, want):
+    scale = np.maximum(1.0, np.abs(want).max(axis=-1, keepdims=True))
+    return float((np.abs(got - want) / scale).max())
 all_out = s.run(None, {'planes': x})
 l, v = all_out[0], all_out[1]
 l1, v1 = s.run(None, {'planes': x[:1]})[:2]
@@ -40,16 +46,15 @@ by_name = dict(zip(outputs, all_out))
 extra = 0.0
 for name, path in extras.items():
     want = np.fromfile(path, dtype='<f4').reshape(by_name[name].shape)
-    # Relative above 1 in size, like the policy logits (the opponent's are logits too).
-    extra = max(extra, float((np.abs(by_name[name] - want) / np.maximum(1.0, np.abs(want))).max()))
+    extra = max(extra, rel(by_name[name], want))
 if 'wdl_logits' in by_name:
     z = by_name['wdl_logits']
     p = np.exp(z - z.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
     extra = max(extra, float(np.abs(p[:, :1] - p[:, 2:] - v).max()))
 print(json.dumps({
-    'logits': float((np.abs(l - want_l) / np.maximum(1.0, np.abs(want_l))).max()), 'values': float(np.abs(v - want_v).max()),
+    'logits': rel(l, want_l), 'values': float(np.abs(v - want_v).max()),
     'extra': extra,
-    'single': float(max((np.abs(l1 - want_l[:1]) / np.maximum(1.0, np.abs(want_l[:1]))).max(), np.abs(v1 - want_v[:1]).max())),
+    'single': max(rel(l1, want_l[:1]), float(np.abs(v1 - want_v[:1]).max())),
     'shape': [list(l.shape), list(v.shape)], 'shapes': [list(o.shape) for o in all_out], 'meta': meta}))
 "#;
 
@@ -77,9 +82,10 @@ fn onnx_export_with_the_conv_policy_head() {
 
 #[test]
 fn onnx_export_with_global_pooling_and_the_pooling_value_head() {
-    // Global pooling of some channels (a Slice) with random, non-zero weights, with both
-    // value heads; then of all of a block's channels.
-    let gpool = |m: &TakNet, c: &NetConfig| with_random_tensors(m, c, &["gpool_fc"], 0.5, 3);
+    // Global pooling of some channels (a Slice) with random, non-zero weights (He scale for
+    // its fan-in of 48; 0.5 made logits near 400), with both value heads; then of all of a
+    // block's channels.
+    let gpool = |m: &TakNet, c: &NetConfig| with_random_tensors(m, c, &["gpool_fc"], 0.2, 3);
     for value_head in [ValueHead::Dense, ValueHead::Pool] {
         let cfg = NetConfig {
             input_version: 2,
@@ -200,8 +206,9 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
     assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("onnxruntime vs burn: {report}");
-    // Logits relative to their size above 1 (float32 sums of hundreds of products in
-    // another order; a 1.5e-4 difference on a large logit failed once), values absolute.
+    // Logits and the extra heads relative to their row's scale (float32 sums of hundreds
+    // of products in another order: a small logit beside logits near 400 differed by
+    // 1.3e-4 of itself on CI's CPU, about 1e-6 of its row), values absolute.
     for key in ["logits", "values", "single", "extra"] {
         let d = report[key].as_f64().unwrap();
         assert!(d <= 1e-4, "{key} differ by {d}");
