@@ -370,4 +370,20 @@ fn a_run_starts_from_a_trained_model() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("b1c16") && err.contains("b1c24"), "{err}");
     assert!(!third.join("latest").exists() && !third.join("checkpoints/gen-0000").exists());
+
+    // Another board size: carried over (KataGo's one net for all sizes: the trunk as it
+    // is, layers over N² features fresh); the learning-rate schedule starts again at step
+    // 0, and init.json keeps the source's step.
+    let text = std::fs::read_to_string(&config).unwrap().replace("size = 3", "size = 4");
+    let four = dir.path().join("four.toml");
+    std::fs::write(&four, text).unwrap();
+    let fifth = dir.path().join("fifth");
+    let out = train(&four, &fifth, &["--init-from"]).arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The 3x3 config's dense heads start fresh.
+    assert!(err.contains("transferred 3x3 → 4x4") && err.contains("policy_fc.weight"), "{err}");
+    assert_eq!(json(fifth.join("checkpoints/gen-0000/state.json"))["step"].as_u64(), Some(0));
+    assert_eq!(json(fifth.join("init.json"))["step"].as_u64(), Some(source_step));
+    assert_eq!(json(fifth.join("checkpoints/gen-0000/model.json"))["net"]["size"].as_u64(), Some(4));
 }

@@ -230,11 +230,12 @@ impl NetConfig {
         }
     }
 
-    /// This config with the options that [`TakNet::from_compatible`] can add to a trained
-    /// network (global pooling, the value head's kind and filters) taken from `other`:
-    /// equal to `other` exactly when the two differ in nothing else.
+    /// This config with the options that [`TakNet::from_compatible`] can change in a
+    /// trained network (the board size, global pooling, the value head's kind and filters)
+    /// taken from `other`: equal to `other` exactly when the two differ in nothing else.
     pub fn with_upgradable_options_of(&self, other: &NetConfig) -> NetConfig {
         NetConfig {
+            size: other.size,
             global_pool: other.global_pool,
             gpool_channels: other.gpool_channels,
             value_head: other.value_head,
@@ -488,17 +489,63 @@ impl TakNet {
 pub struct TransferReport {
     /// Tensors copied from the source (same name and shape), in record order.
     pub copied: Vec<String>,
+    /// Tensors of the convolutional policy heads carried to another board size: the
+    /// channels of the moves both sizes have copied, the others (spreads carrying more
+    /// pieces than the source's size allows) zero.
+    pub mapped: Vec<String>,
     /// Tensors left at their fresh initialisation (absent from the source, or of another
     /// shape there): zero for the global pooling layers.
     pub fresh: Vec<String>,
 }
 
 impl TransferReport {
-    /// One line: how many tensors were copied and which are new.
+    /// One line: how many tensors were copied or mapped and which are new.
     pub fn summary(&self) -> String {
         let fresh = if self.fresh.is_empty() { "none".to_string() } else { self.fresh.join(", ") };
-        format!("copied {} tensors; new (freshly initialised): {fresh}", self.copied.len())
+        let mapped = if self.mapped.is_empty() {
+            String::new()
+        } else {
+            format!("; mapped to the new board size: {}", self.mapped.join(", "))
+        };
+        format!("copied {} tensors{mapped}; new (freshly initialised): {fresh}", self.copied.len())
     }
+}
+
+/// The channels of a convolutional policy head for board size `to` taken from one for
+/// `from`: `Some(source channel)` for the placements and for every spread whose drop
+/// pattern both sizes have (a pattern is the same move on every size, see
+/// [`crate::policy`]), `None` for the patterns only `to` has.
+fn policy_channel_map(from: usize, to: usize) -> Vec<Option<usize>> {
+    let (pf, pt) = ((1usize << from) - 1, (1usize << to) - 1);
+    let spreads = (0..4 * pt).map(|c| {
+        let (dir, pattern) = (c / pt, c % pt);
+        (pattern < pf).then_some(3 + dir * pf + pattern)
+    });
+    (0..3).map(Some).chain(spreads).collect()
+}
+
+/// `tensor` (f32, `[channels, ...]` with the channel first) with its channels picked by
+/// `map` (zero where `None`), or `None` when its shape does not fit `shape`.
+fn remap_channels(tensor: burn_pack::Tensor, shape: &[u64], map: &[Option<usize>]) -> Option<burn_pack::Tensor> {
+    let rest: u64 = shape.iter().skip(1).product();
+    let fits = tensor.dtype == burn_pack::DType::F32
+        && shape.first() == Some(&(map.len() as u64))
+        && tensor.shape.len() == shape.len()
+        && tensor.shape.iter().skip(1).map(|&d| d as u64).eq(shape.iter().skip(1).copied());
+    if !fits {
+        return None;
+    }
+    let (name, dtype, _, id, bytes) = tensor.into_parts().ok()?;
+    let row = 4 * rest as usize;
+    let source_rows = bytes.len() / row;
+    let mut out = vec![0u8; map.len() * row];
+    for (c, from) in map.iter().enumerate() {
+        if let Some(f) = from.filter(|&f| f < source_rows) {
+            out[c * row..(c + 1) * row].copy_from_slice(&bytes[f * row..(f + 1) * row]);
+        }
+    }
+    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    Some(burn_pack::Tensor::new(name, dtype, shape, id, burn::tensor::Bytes::from_bytes_vec(out)))
 }
 
 impl TakNet {
@@ -509,10 +556,13 @@ impl TakNet {
     /// result computes exactly what `source` does. (Other differences, such as the value
     /// head's kind, leave the layers they change freshly initialised.)
     ///
-    /// # Panics
-    /// When the two configs are for different board sizes.
+    /// Across board sizes (KataGo's one net for all sizes) the trunk's convolutions, the
+    /// global pooling, the pooled value head and the ownership head carry over as they
+    /// are; the convolutional policy heads keep the logits of every move both sizes have
+    /// (the new ones start at zero); layers over N² features (dense heads) start fresh.
+    /// A network whose heads are all size-independent then computes on the new size
+    /// exactly what `source` computes there.
     pub fn from_compatible(net: &NetConfig, source: &TakNet, source_cfg: &NetConfig) -> (TakNet, TransferReport) {
-        assert_eq!(net.size, source_cfg.size, "a network for another board size");
         let device = source.device();
         let expected = crate::limits::expected_tensors(net);
         let bytes = source.clone().into_record().into_bytes().expect("a network's record serialises");
@@ -521,15 +571,25 @@ impl TakNet {
             .expect("a record just written reads back");
         let mut by_name: std::collections::HashMap<String, burn_pack::Tensor> =
             stored.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let policy_map = (net.size != source_cfg.size && net.policy_head == PolicyHead::Conv)
+            .then(|| policy_channel_map(source_cfg.size, net.size));
         let mut kept = Vec::new();
         let mut report = TransferReport::default();
         for (name, shape) in &expected {
             let fits = by_name.get(name).is_some_and(|t| {
                 t.dtype == burn_pack::DType::F32 && t.shape.iter().map(|&d| d as u64).eq(shape.iter().copied())
             });
+            let per_square = name.starts_with("policy_out.") || name.starts_with("opponent_policy_out.");
             if fits {
                 kept.push(by_name.remove(name).expect("present"));
                 report.copied.push(name.clone());
+            } else if let Some(t) = policy_map
+                .as_ref()
+                .filter(|_| per_square)
+                .and_then(|map| remap_channels(by_name.remove(name)?, shape, map))
+            {
+                kept.push(t);
+                report.mapped.push(name.clone());
             } else {
                 report.fresh.push(name.clone());
             }

@@ -228,3 +228,83 @@ fn upgrading_a_trained_model_to_global_pooling_keeps_its_outputs() {
     let (_, report) = TakNet::from_compatible(&pooled, &model, &old);
     assert_eq!(report.fresh, ["value_fc1.weight"]);
 }
+
+/// Across board sizes (`--init-from` a 5x5 model into a 6x6 run): a network whose heads
+/// are all size-independent (global pooling, the pooling value head, the convolutional
+/// policy heads) computes on 6x6 boards exactly what the 5x5 network computes there:
+/// the same values, WDL, margin and ownership, the same logit for every move both sizes
+/// have, and 0 for the spreads of six pieces. Layers over N² features start fresh.
+#[test]
+fn a_size_independent_network_carries_to_another_board_size() {
+    use bredon_nn::policy::{index_to_move, policy_size};
+    let small = NetConfig { policy_head: PolicyHead::Conv, ..gpool_config(5, ValueHead::Pool, true) };
+    let model = gpool_network(&small, &random_positions(5, 64, 7), 5);
+    let big = NetConfig { size: 6, ..small.clone() };
+    let (moved, report) = TakNet::from_compatible(&big, &model, &small);
+    assert!(report.fresh.is_empty(), "{report:?}");
+    let mut mapped = report.mapped.clone();
+    mapped.sort();
+    assert_eq!(
+        mapped,
+        ["opponent_policy_out.bias", "opponent_policy_out.weight", "policy_out.bias", "policy_out.weight"]
+    );
+    assert!(report.summary().contains("mapped to the new board size: policy_out.weight"), "{}", report.summary());
+
+    // The 5x5 network runs on 6x6 inputs as it is: only its policy layout is 5x5's.
+    let six = random_positions(6, 24, 8);
+    let refs: Vec<&Position> = six.iter().collect();
+    let x = bredon_nn::train::encode_batch(refs.iter().copied(), 2, 6, &model.device());
+    let (a, b) = (model.forward_all(x.clone(), true), moved.forward_all(x, true));
+    let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+    for (p, q) in [
+        (a.value, b.value),
+        (a.wdl.unwrap(), b.wdl.unwrap()),
+        (a.flat_margin.unwrap(), b.flat_margin.unwrap()),
+        (a.ownership.unwrap(), b.ownership.unwrap()),
+    ] {
+        assert_eq!(floats(p), floats(q));
+    }
+    // The source's logits in its own layout on a 6x6 map: placements `kind × 36 + square`,
+    // spreads `3 × 36 + (square × 4 + direction) × 31 + pattern − 1`.
+    let area = 36;
+    let (n_src, n_dst) = ((1 << 5) - 1, policy_size(6));
+    for (src, dst) in [(a.policy, b.policy), (a.opponent_policy.unwrap(), b.opponent_policy.unwrap())] {
+        let (src, dst) = (floats(src), floats(dst));
+        let per_src = src.len() / six.len();
+        assert_eq!(per_src, 3 * area + area * 4 * n_src);
+        let (mut carried, mut new) = (0, 0);
+        for (row, logits) in dst.chunks(n_dst).enumerate() {
+            for (i, &logit) in logits.iter().enumerate() {
+                let mv = index_to_move(i, 6).unwrap();
+                let from = if mv.is_placement() {
+                    Some(i)
+                } else {
+                    let p = mv.pattern() as usize;
+                    (p <= n_src).then(|| 3 * area + (mv.square().index() * 4 + mv.direction().index()) * n_src + p - 1)
+                };
+                match from {
+                    Some(j) => {
+                        assert_eq!(logit, src[row * per_src + j], "{mv:?}");
+                        carried += 1;
+                    }
+                    None => {
+                        assert_eq!(logit, 0.0, "{mv:?} (six pieces carried) starts at zero");
+                        new += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!((carried, new), (six.len() * (3 * area + area * 4 * 31), six.len() * area * 4 * 32));
+        assert!(src.iter().any(|&x| x.abs() > 1e-3));
+    }
+
+    // Dense heads (over N² features) cannot carry: they start fresh; the trunk still does.
+    let dense = gpool_config(5, ValueHead::Dense, true);
+    let dense_model = TakNet::new(&dense, &bredon_nn::device());
+    let (_, report) = TakNet::from_compatible(&NetConfig { size: 6, ..dense.clone() }, &dense_model, &dense);
+    assert!(report.mapped.is_empty());
+    for name in ["policy_fc.weight", "value_fc1.weight", "opponent_policy_fc.weight"] {
+        assert!(report.fresh.iter().any(|f| f == name), "{name} in {report:?}");
+    }
+    assert!(report.copied.iter().any(|c| c == "blocks.1.conv2.weight"), "{report:?}");
+}

@@ -92,12 +92,16 @@ impl Learner {
     /// `.bredon` file, checksums verified) with a fresh optimiser: the network must be the
     /// run's architecture and komi. Returns the model's metadata too (its step and
     /// generation in the run that trained it).
+    ///
+    /// A model of another board size is a transfer (KataGo's one net for all sizes): what
+    /// carries over does ([`bredon_nn::TakNet::from_compatible`]) and its komi may differ.
     pub fn from_model_file(cfg: &RunConfig, path: &Path) -> Result<(Learner, ModelMeta)> {
         let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
         let net = net_config(cfg);
         // A model that lacks only options that can be added to a trained network (global
-        // pooling, the value head's kind and filters) is upgraded: matching tensors are
-        // copied, the others start fresh (the global pooling layers at zero).
+        // pooling, the value head's kind and filters) or is of another board size is
+        // upgraded: matching tensors are copied, the policy channels of moves both sizes
+        // have are mapped, the others start fresh (the global pooling layers at zero).
         if meta.net.with_upgradable_options_of(&net) != net {
             return Err(RunError::ArchitectureMismatch {
                 model: path.display().to_string(),
@@ -105,14 +109,26 @@ impl Learner {
                 wanted: net.name(),
             });
         }
+        let transfer = meta.net.size != net.size;
         let model = if meta.net != net {
             let (upgraded, report) = bredon_nn::TakNet::from_compatible(&net, &model, &meta.net);
-            eprintln!("upgraded {} from {} to {}: {}", path.display(), meta.net.name(), net.name(), report.summary());
+            let (from, to) = (meta.net.size, net.size);
+            let what = if transfer { format!("transferred {from}x{from} → {to}x{to}") } else { "upgraded".into() };
+            eprintln!("{what} {} from {} to {}: {}", path.display(), meta.net.name(), net.name(), report.summary());
             upgraded
         } else {
             model
         };
-        if meta.half_komi != cfg.game.half_komi() {
+        if transfer {
+            if meta.half_komi != cfg.game.half_komi() {
+                eprintln!(
+                    "note: {} was trained with komi {}; this run's komi is {}",
+                    path.display(),
+                    meta.half_komi as f64 / 2.0,
+                    cfg.game.half_komi() as f64 / 2.0
+                );
+            }
+        } else if meta.half_komi != cfg.game.half_komi() {
             return Err(RunError::KomiMismatch {
                 model: path.display().to_string(),
                 found: meta.half_komi as f64 / 2.0,
@@ -236,6 +252,44 @@ mod tests {
         wider.net.channels = 16;
         let e = Learner::from_model_file(&wider, &file).err().unwrap().to_string();
         assert!(e.contains("is a b2c8 network, the config asks for b2c16-g4"), "{e}");
+    }
+
+    /// `--init-from` a 5x5 model into a 6x6 run with komi 2: carried to the new size (the
+    /// policy heads mapped, the new moves at zero), whatever its komi; at the same size
+    /// another komi is still refused.
+    #[test]
+    fn init_from_carries_a_model_to_another_board_size() {
+        use bredon_nn::{PolicyHead, ValueHead};
+        let mut cfg = RunConfig::default();
+        cfg.game.size = 5;
+        cfg.net = NetConfig {
+            blocks: 2,
+            channels: 8,
+            value_hidden: 8,
+            policy_filters: 2,
+            policy_head: PolicyHead::Conv,
+            global_pool: true,
+            gpool_channels: 4,
+            value_head: ValueHead::Pool,
+            ..NetConfig::default()
+        };
+        let small = net_config(&cfg);
+        let model = bredon_nn::TakNet::new(&small, &bredon_nn::device());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("5x5.bredon");
+        bredon_nn::export_model(&model, &ModelMeta::new(&small, cfg.game.half_komi(), 700, 30), &file).unwrap();
+        let mut six = cfg.clone();
+        six.game.size = 6;
+        six.game.komi = 2.0;
+        let (learner, meta) = Learner::from_model_file(&six, &file).unwrap();
+        assert_eq!((meta.net.size, meta.step), (5, 700));
+        let pos = Position::new(6).unwrap();
+        let (logits, _) = bredon_nn::inference::forward_raw(&learner.model(), &[&pos], 6);
+        assert_eq!(logits.len(), bredon_nn::policy::policy_size(6));
+        let mut komi = cfg.clone();
+        komi.game.komi = 2.0;
+        let e = Learner::from_model_file(&komi, &file).err().unwrap().to_string();
+        assert!(e.contains("komi"), "{e}");
     }
 
     #[test]

@@ -360,8 +360,9 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
     Ok((learner, state))
 }
 
-/// A new run's learner from a trained model (`--init-from`), and the model's step;
-/// records where it came from in `<run>/init.json`.
+/// A new run's learner from a trained model (`--init-from`), and the step it starts at (the
+/// model's, or 0 for a model of another board size); records where it came from in
+/// `<run>/init.json`.
 fn init_from_model(
     cfg: &RunConfig,
     run: &RunDir,
@@ -383,7 +384,9 @@ fn init_from_model(
     let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
     atomic_write(&run.init_path(), serde_json::to_string_pretty(&init).expect("an init record serialises").as_bytes())?;
     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
-    Ok((learner, meta.step))
+    // A model of another size starts a new game: its learning-rate schedule from step 0.
+    let step = if meta.net.size == cfg.game.size { meta.step } else { 0 };
+    Ok((learner, step))
 }
 
 /// Phase (1): fills generation `gen_no`'s quota of games. The games played in the
