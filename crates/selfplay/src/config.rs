@@ -477,18 +477,20 @@ mod tests {
         // The network's limits, as for a model file: pooled channels are some of the channels.
         let e = err("[net]\nchannels = 8\nglobal_pool = true\ngpool_channels = 9");
         assert!(e.contains("in [net]") && e.contains("`net.gpool_channels` is 9") && e.contains("1 to 8"), "{e}");
-        // The A/B candidates' training configs (experiments/ab-*-b.toml) load too.
+        // The A/Bs' training configs (experiments/ab-*.toml with a [game] table; the others
+        // there are arena configs) load too.
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
         let mut candidates = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            if name.starts_with("ab-") && name.ends_with("-b.toml") {
+            let training = std::fs::read_to_string(&p).is_ok_and(|t| t.lines().any(|l| l.trim() == "[game]"));
+            if name.starts_with("ab-") && name.ends_with(".toml") && training {
                 RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
                 candidates += 1;
             }
         }
-        assert!(candidates >= 3, "experiments/ab-*-b.toml: {candidates} found");
+        assert!(candidates >= 8, "experiments/ab-*.toml training configs: {candidates} found");
     }
 
     /// Findings of the `run_config` fuzz target (see fuzz/README.md).
