@@ -219,6 +219,17 @@ mod tests {
     use crate::replay::{GameRecord, PlyRecord, StoredResult};
     use bredon_rules::Position;
 
+    /// A fresh network of `cfg` exported at `step` to a `.bredon` file in a temporary
+    /// directory (kept alive by the returned guard).
+    fn exported_model(cfg: &RunConfig, step: u64) -> (tempfile::TempDir, std::path::PathBuf, bredon_nn::TakNet) {
+        let net = net_config(cfg);
+        let model = bredon_nn::TakNet::new(&net, &bredon_nn::device());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("model.bredon");
+        bredon_nn::export_model(&model, &ModelMeta::new(&net, cfg.game.half_komi(), step, 1), &file).unwrap();
+        (dir, file, model)
+    }
+
     /// `--init-from` a model without global pooling into a config with it: upgraded, the
     /// same outputs (the new layers are zero); any other difference is still refused.
     #[test]
@@ -227,10 +238,7 @@ mod tests {
         cfg.game.size = 4;
         cfg.net = NetConfig { blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
         let old = net_config(&cfg);
-        let model = bredon_nn::TakNet::new(&old, &bredon_nn::device());
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("old.bredon");
-        bredon_nn::export_model(&model, &ModelMeta::new(&old, cfg.game.half_komi(), 5, 1), &file).unwrap();
+        let (_dir, file, model) = exported_model(&cfg, 5);
         let mut gpool = cfg.clone();
         gpool.net.global_pool = true;
         gpool.net.gpool_channels = 4;
@@ -273,11 +281,7 @@ mod tests {
             value_head: ValueHead::Pool,
             ..NetConfig::default()
         };
-        let small = net_config(&cfg);
-        let model = bredon_nn::TakNet::new(&small, &bredon_nn::device());
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("5x5.bredon");
-        bredon_nn::export_model(&model, &ModelMeta::new(&small, cfg.game.half_komi(), 700, 30), &file).unwrap();
+        let (_dir, file, _) = exported_model(&cfg, 700);
         let mut six = cfg.clone();
         six.game.size = 6;
         six.game.komi = 2.0;
