@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B protocol for a training change (docs/arena.md "Experiments"): two configs trained for the
-# same wall-clock time from the same seed, one after the other (never side by side, so
-# both get the same machine), then their final exports play each other at a fixed time
+# same wall-clock time from the same seed, one after the other on a quiet machine (or side
+# by side with AB_SIDE_BY_SIDE=1, each on half of it: both get the same machine either
+# way), then their final exports play each other at a fixed time
 # per move, colour-swapped from shared openings, and each plays fixed baselines.
 #
 # Usage: scripts/ab.sh NAME CONFIG_A CONFIG_B [MINUTES] [GAMES] [MOVETIME_MS]
@@ -24,12 +25,27 @@ size=$(sed -n 's/^size *= *\([0-9]\).*/\1/p' "$config_a" | head -1)
 half_komi=$(awk -F'[=#]' '/^komi *=/ {printf "%d", $2 * 2; exit}' "$config_a")
 
 # AB_SIDES=b retrains only side B (e.g. after a crash), keeping A's finished run.
-for side in ${AB_SIDES:-a b}; do
-  config=$config_a; [ "$side" = b ] && config=$config_b
+# AB_SIDE_BY_SIDE=1 trains both sides at once, each on half the machine (MINUTES is then
+# wall-clock minutes of half the cores each): anything else the machine does meanwhile
+# slows both sides alike, which one-after-the-other cannot promise on a busy machine.
+train_side() {
+  local side=$1 config=$config_a
+  [ "$side" = b ] && config=$config_b
   # Resumable: a killed A/B continues where it stopped (the time limit counts per session).
   "$bredon" train --config "$config" --run "$out/$side" --minutes "$minutes" --quiet
   "$bredon" export --run "$out/$side" -o "$out/$side.bredon"
+}
+pids=()
+for side in ${AB_SIDES:-a b}; do
+  if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+    train_side "$side" > "$out/$side.log" 2>&1 &
+    pids+=($!)
+    echo "side $side training in the background: $out/$side.log"
+  else
+    train_side "$side"
+  fi
 done
+for pid in "${pids[@]}"; do wait "$pid"; done
 
 cat > "$out/match.toml" <<TOML
 size = $size
