@@ -473,6 +473,20 @@ mod tests {
             let want = if size >= 4 { (2, true, true) } else { (1, false, false) };
             assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{size}x{size}.toml");
         }
+        // Every other config there (continuations, GPU, the pooling run) loads too, and
+        // plays the board size its name starts with.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut others = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if let Some(size) = name.strip_suffix(".toml").and_then(|stem| stem.get(..1)?.parse::<usize>().ok()) {
+                let cfg = RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
+                assert_eq!(cfg.game.size, size, "configs/{name}");
+                others += 1;
+            }
+        }
+        assert!(others >= 7, "configs/*.toml: {others} found");
         assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
         // The network's limits, as for a model file: pooled channels are some of the channels.
         let e = err("[net]\nchannels = 8\nglobal_pool = true\ngpool_channels = 9");
