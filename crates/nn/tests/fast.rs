@@ -114,9 +114,12 @@ fn fast_path_matches_burn_with_the_conv_policy_head() {
 #[test]
 fn fast_path_matches_burn_on_the_shipped_models() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    // 4x4-v1 predates input versions (it reads version 1); 4x4 and 5x5 have the Tak
-    // feature planes and the WDL and auxiliary heads.
-    for (name, version, heads) in [("4x4-v1", 1, false), ("4x4", 2, true), ("5x5", 2, true)] {
+    // 4x4-v1 predates input versions (it reads version 1); the others have the Tak
+    // feature planes and the WDL and auxiliary heads, and 6x6 also global pooling and
+    // the pooled value head.
+    for (name, version, heads) in
+        [("4x4-v1", 1, false), ("4x4", 2, true), ("5x5", 2, true), ("6x6-v1", 2, true), ("6x6", 2, true)]
+    {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         assert_eq!(
             (meta.input_version, meta.net.input_version, model.input_version()),

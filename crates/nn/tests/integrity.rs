@@ -114,7 +114,9 @@ fn exports_are_checksummed_and_old_exports_still_load() {
 #[test]
 fn the_shipped_models_are_checksummed_and_a_damaged_copy_is_refused() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    for (name, size) in [("4x4.bredon", 4), ("4x4-v1.bredon", 4), ("5x5.bredon", 5)] {
+    for (name, size) in
+        [("4x4.bredon", 4), ("4x4-v1.bredon", 4), ("5x5.bredon", 5), ("6x6-v1.bredon", 6), ("6x6.bredon", 6)]
+    {
         let (_, meta, v) = load_exported_verified(&dir.join(name)).unwrap();
         assert_eq!((meta.size, v), (size, Verified::Ok), "{name}");
     }

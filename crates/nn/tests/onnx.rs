@@ -222,7 +222,7 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
 #[test]
 fn shipped_onnx_models_are_the_exports_of_the_shipped_models() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    for name in ["4x4", "4x4-v1", "5x5"] {
+    for name in ["4x4", "4x4-v1", "5x5", "6x6-v1", "6x6"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         let bytes = onnx_bytes(&FoldedNet::from_model(&model, meta.size), &meta).unwrap();
         let file = std::fs::read(shipped.join(format!("{name}.onnx")))
