@@ -462,48 +462,51 @@ mod tests {
         assert_eq!(tiny.visits_at(0), (1, 1), "never below one visit");
     }
 
-    #[test]
-    fn shipped_configs_load() {
-        for size in 3..=6 {
-            let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../configs/{size}x{size}.toml"));
-            let cfg = RunConfig::load(&p).unwrap();
-            assert_eq!(cfg.game.size, size);
-            // 4x4 and up run with the Tak features and the extra heads (they won their A/B
-            // on 4x4 and 5x5); 3x3, the end-to-end tests' size, keeps the first network's.
-            let want = if size >= 4 { (2, true, true) } else { (1, false, false) };
-            assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{size}x{size}.toml");
-        }
-        // Every other config there (continuations, GPU, the pooling run) loads too, and
-        // plays the board size its name starts with.
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-        let mut others = 0;
+    /// Every file in the repository folder `dir` that `keep(name, text)` picks, loaded as a
+    /// run config (a config that does not load fails the test, naming the file).
+    fn repo_configs(dir: &str, keep: impl Fn(&str, &str) -> bool) -> Vec<(String, RunConfig)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir);
+        let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            if let Some(size) = name.strip_suffix(".toml").and_then(|stem| stem.get(..1)?.parse::<usize>().ok()) {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            if keep(&name, &text) {
                 let cfg = RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
-                assert_eq!(cfg.game.size, size, "configs/{name}");
-                others += 1;
+                out.push((name, cfg));
             }
         }
-        assert!(others >= 7, "configs/*.toml: {others} found");
+        out
+    }
+
+    #[test]
+    fn shipped_configs_load() {
+        // Every config in configs/ loads and plays the board size its name starts with.
+        let configs = repo_configs("configs", |name, _| name.ends_with(".toml"));
+        for (name, cfg) in &configs {
+            let size = name[..1].parse::<usize>().unwrap_or_else(|_| panic!("configs/{name}: no board size first"));
+            assert_eq!(cfg.game.size, size, "configs/{name}");
+        }
+        assert!(configs.len() >= 7, "configs/*.toml: {} found", configs.len());
+        for size in 3..=6 {
+            let name = format!("{size}x{size}.toml");
+            let (_, cfg) =
+                configs.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("configs/{name} is missing"));
+            // 4x4 and up run with the Tak features and the extra heads (they won their A/B
+            // on 4x4 and 5x5); 3x3, the end-to-end tests' size, keeps the first network's.
+            let want = if size >= 4 { (2, true, true) } else { (1, false, false) };
+            assert_eq!((cfg.net.input_version, cfg.net.wdl, cfg.net.aux), want, "configs/{name}");
+        }
         assert!(err("[net]\ninput_version = 3").contains("input format version 3"));
         // The network's limits, as for a model file: pooled channels are some of the channels.
         let e = err("[net]\nchannels = 8\nglobal_pool = true\ngpool_channels = 9");
         assert!(e.contains("in [net]") && e.contains("`net.gpool_channels` is 9") && e.contains("1 to 8"), "{e}");
         // The A/Bs' training configs (experiments/ab-*.toml with a [game] table; the others
         // there are arena configs) load too.
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-        let mut candidates = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let training = std::fs::read_to_string(&p).is_ok_and(|t| t.lines().any(|l| l.trim() == "[game]"));
-            if name.starts_with("ab-") && name.ends_with(".toml") && training {
-                RunConfig::load(&p).unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
-                candidates += 1;
-            }
-        }
+        let candidates = repo_configs("experiments", |name, text| {
+            name.starts_with("ab-") && name.ends_with(".toml") && text.lines().any(|l| l.trim() == "[game]")
+        })
+        .len();
         assert!(candidates >= 8, "experiments/ab-*.toml training configs: {candidates} found");
     }
 
