@@ -177,7 +177,7 @@ impl Player for MctsPlayer {
                 } else {
                     (c.btime, c.binc)
                 };
-                Budget::Time(bredon_mcts::move_budget(
+                Budget::Clock(bredon_mcts::move_budget(
                     pos,
                     left.as_millis() as u64,
                     inc.as_millis() as u64,

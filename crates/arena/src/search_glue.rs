@@ -23,6 +23,9 @@ pub(crate) enum Budget {
     Visits(u64),
     /// Wall-clock time (at least one visit is made).
     Time(Duration),
+    /// A game clock's share for this move: like `Time`, but the search may stop early
+    /// once its move is decided (`[search] stop_when_decided`), keeping the rest.
+    Clock(Duration),
 }
 
 /// Searches `pos` within `budget` and returns the move to play, or why there is none (the
@@ -41,6 +44,11 @@ pub(crate) fn search_best_move(
     let limits = match budget {
         Budget::Visits(v) => SearchLimits { visits: Some(v.max(1)), ..SearchLimits::default() },
         Budget::Time(t) => SearchLimits { deadline: Some(Instant::now() + t), ..SearchLimits::default() },
+        Budget::Clock(t) => SearchLimits {
+            deadline: Some(Instant::now() + t),
+            stop_when_decided: config.stop_when_decided,
+            ..SearchLimits::default()
+        },
     };
     let result = search.run_with(evaluator, &limits, rng, |_| {});
     result.best_move.ok_or_else(|| "the search found no move".into())
@@ -58,7 +66,7 @@ mod tests {
         let wins = pos.road_wins_in_one();
         assert!(!wins.is_empty());
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        for budget in [Budget::Visits(200), Budget::Time(Duration::from_millis(20))] {
+        for budget in [Budget::Visits(200), Budget::Time(Duration::from_millis(20)), Budget::Clock(Duration::from_millis(20))] {
             let mv = search_best_move(&pos, &UniformEvaluator, &match_search_config(), budget, &mut rng).unwrap();
             assert!(wins.contains(&mv), "{}", mv.to_ptn(3));
         }

@@ -7,7 +7,7 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads` |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads`, `stop_when_decided` (`on` or `off`) |
 //! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` and the [`SearchSettings`] |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
 //! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` and the [`SearchSettings`] |
@@ -50,7 +50,7 @@ pub enum PlayerSpec {
         /// Display name (default `uniform-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -68,7 +68,7 @@ pub enum PlayerSpec {
         /// Display name (default `rollout-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -93,7 +93,7 @@ pub enum PlayerSpec {
         /// Display name (default: the file stem).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -147,6 +147,10 @@ pub struct SearchSettings {
     /// default 1).
     #[serde(default)]
     pub search_threads: Option<usize>,
+    /// On a game clock, stop a move's search once its move cannot change
+    /// (`stop_when_decided=on|off`; default the search's, off).
+    #[serde(default)]
+    pub stop_when_decided: Option<bool>,
 }
 
 impl SearchSettings {
@@ -157,6 +161,7 @@ impl SearchSettings {
         config.algorithm = self.search.unwrap_or(config.algorithm);
         config.time_management = self.time.unwrap_or(config.time_management);
         config.threads = self.search_threads.unwrap_or(config.threads).max(1);
+        config.stop_when_decided = self.stop_when_decided.unwrap_or(config.stop_when_decided);
         config
     }
 
@@ -167,6 +172,7 @@ impl SearchSettings {
             "search" => self.search = Some(parse_algorithm(spec, k, v)?),
             "time" => self.time = Some(parse_time(spec, k, v)?),
             "search_threads" => self.search_threads = Some(parse_u64(spec, k, v)?.clamp(1, 256) as usize),
+            "stop_when_decided" => self.stop_when_decided = Some(parse_switch(spec, k, v)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -473,20 +479,30 @@ mod tests {
                     tactics: Some(false),
                     search: Some(bredon_mcts::Algorithm::Gumbel),
                     time: None,
-                    search_threads: None
+                    search_threads: None,
+                    stop_when_decided: None
                 }
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
-        match "checkpoint:m.bredon;time=reserves;search_threads=2".parse::<PlayerSpec>().unwrap() {
+        match "checkpoint:m.bredon;time=reserves;search_threads=2;stop_when_decided=on".parse::<PlayerSpec>().unwrap() {
             PlayerSpec::Checkpoint { settings, .. } => {
                 assert_eq!(
-                    (settings.time, settings.search_threads),
-                    (Some(bredon_mcts::TimeManagement::Reserves), Some(2))
-                )
+                    (settings.time, settings.search_threads, settings.stop_when_decided),
+                    (Some(bredon_mcts::TimeManagement::Reserves), Some(2), Some(true))
+                );
+                assert!(settings.config().stop_when_decided);
+                assert!(!SearchSettings::default().config().stop_when_decided, "off unless a player turns it on");
             }
             other => panic!("{other:?}"),
         }
+        assert!(
+            "checkpoint:m.bredon;stop_when_decided=sometimes"
+                .parse::<PlayerSpec>()
+                .unwrap_err()
+                .to_string()
+                .contains("on or off")
+        );
         assert!(
             "checkpoint:m.bredon;time=forever"
                 .parse::<PlayerSpec>()

@@ -371,6 +371,8 @@ impl<W: Write + Send + 'static> Engine<W> {
         }
         if let Some(budget) = clock_limit(&pos, params, self.config.time_management) {
             limits.deadline = Some(limits.deadline.map_or(began + budget, |d| d.min(began + budget)));
+            // Time saved on a clock is kept for later moves (not so under `movetime` alone).
+            limits.stop_when_decided = self.config.stop_when_decided;
         }
         let no_limit = limits.visits.is_none() && limits.deadline.is_none();
         if no_limit && !params.infinite {

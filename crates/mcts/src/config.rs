@@ -65,6 +65,14 @@ pub struct SearchConfig {
     /// How a game clock is spent in matches and `bredon tei` (`"fixed"` or `"reserves"`;
     /// no effect on self-play, which counts visits).
     pub time_management: crate::time::TimeManagement,
+    /// On a game clock (matches and `bredon tei`), stop a move's search once the most
+    /// visited root move can no longer be overtaken: its lead over the second is larger
+    /// than the playouts the time left would give at the rate so far. The move is the one
+    /// the full search would play; the time saved stays on the clock for later moves. No
+    /// effect on searches limited by visits (self-play) or by a fixed `movetime`, nor on
+    /// the Gumbel root search (its sequential halving spends the budget by design). Off
+    /// until a clock match measures it (the queued row in `experiments/README.md`).
+    pub stop_when_decided: bool,
     /// Trees searched side by side for one move in matches and `bredon tei` (root
     /// parallelism, [`crate::ParallelSearch`]); self-play ignores it (it runs many games at
     /// once instead).
@@ -91,6 +99,7 @@ impl Default for SearchConfig {
             gumbel_c_visit: 50.0,
             gumbel_c_scale: 1.0,
             time_management: crate::time::TimeManagement::Fixed,
+            stop_when_decided: false,
             threads: 1,
         }
     }

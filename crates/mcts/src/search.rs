@@ -58,6 +58,10 @@ impl Node {
     }
 }
 
+/// Playouts of a clock search before it may stop as decided: enough for a rate estimate
+/// and for the leader to be more than the prior's first guess.
+const DECIDED_MIN_PLAYOUTS: u64 = 64;
+
 /// When a search stops.
 #[derive(Clone, Debug, Default)]
 pub struct SearchLimits {
@@ -69,6 +73,10 @@ pub struct SearchLimits {
     pub deadline: Option<Instant>,
     /// Call the progress callback at most this often.
     pub progress_every: Option<Duration>,
+    /// The deadline is a game clock's share, so time saved is kept: the PUCT search may
+    /// stop before it once the most visited root move cannot change
+    /// ([`SearchConfig::stop_when_decided`], which callers pass here for clock budgets).
+    pub stop_when_decided: bool,
 }
 
 /// What a search found.
@@ -317,6 +325,7 @@ impl Search {
         if self.config.algorithm == Algorithm::Gumbel {
             return self.run_gumbel(evaluator, limits, rng, on_progress);
         }
+        let start = Instant::now();
         loop {
             let root_visits = self.nodes[self.root as usize].visits as u64;
             if limits.visits.is_some_and(|v| root_visits >= v)
@@ -343,8 +352,44 @@ impl Search {
                 last_progress = Instant::now();
                 on_progress(&self.result(playouts));
             }
+            if limits.stop_when_decided
+                && let Some(deadline) = limits.deadline
+                && playouts >= DECIDED_MIN_PLAYOUTS
+            {
+                let now = Instant::now();
+                let rate = playouts as f64 / now.duration_since(start).as_secs_f64().max(1e-6);
+                let mut left = (rate * deadline.saturating_duration_since(now).as_secs_f64()).ceil() as u64;
+                if let Some(v) = limits.visits {
+                    left = left.min(v.saturating_sub(self.nodes[self.root as usize].visits as u64));
+                }
+                if self.root_decided(left) {
+                    break;
+                }
+            }
         }
         self.result(playouts)
+    }
+
+    /// Whether `more` playouts can no longer change the root's most visited move: among
+    /// the moves not proven lost, the leader's visits exceed the runner-up's by more than
+    /// `more` (a single such move is decided at once).
+    fn root_decided(&self, more: u64) -> bool {
+        let (mut first, mut second) = (0u64, 0u64);
+        let mut open = 0;
+        for c in self.children(self.root) {
+            if c.proof == Proof::Loss {
+                continue;
+            }
+            open += 1;
+            let v = c.visits as u64;
+            if v > first {
+                second = first;
+                first = v;
+            } else if v > second {
+                second = v;
+            }
+        }
+        open > 0 && first > second + more
     }
 
     /// The result without searching when the root has an immediate win or a forced win

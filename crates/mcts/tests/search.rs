@@ -221,3 +221,61 @@ fn a_position_lost_to_a_double_threat_is_proven_lost() {
     assert!(r.proven && r.value == -1.0, "{r:?}");
     assert!(r.best_move.is_some());
 }
+
+/// An evaluator that all but names one move: 95 % of the prior on the first legal move.
+struct Sure;
+impl Evaluator for Sure {
+    fn evaluate_batch(&self, _p: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        legal
+            .iter()
+            .map(|m| {
+                let rest = 0.05 / (m.len().max(2) - 1) as f32;
+                let policy = (0..m.len()).map(|i| if i == 0 { 0.95 } else { rest }).collect();
+                Evaluation { policy, value: 0.0 }
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_clock_search_stops_once_its_move_is_decided_and_plays_the_same_move() {
+    use bredon_mcts::SearchLimits;
+    use std::time::{Duration, Instant};
+    let positions = [
+        Position::new(5).unwrap(),
+        parse_tps("x4/2,2,2,x/1,1,x2/x4 1 4").unwrap(),
+        parse_tps("x5/x5/x2,1,x2/x,2,x3/x5 1 2").unwrap(),
+    ];
+    for pos in positions {
+        for (name, evaluator) in [("sure", &Sure as &dyn Evaluator), ("skewed", &Skewed)] {
+            // The full search: 1,500 visits, no early stop.
+            let full = Search::new(pos.clone(), quiet()).run(evaluator, 1500, &mut rng());
+            // The same search on a (far) clock deadline that may stop when decided. The
+            // search is deterministic without root noise, so up to its stop it is the same.
+            let limits = SearchLimits {
+                visits: Some(1500),
+                deadline: Some(Instant::now() + Duration::from_secs(600)),
+                stop_when_decided: true,
+                ..SearchLimits::default()
+            };
+            let mut s = Search::new(pos.clone(), quiet());
+            let early = s.run_with(evaluator, &limits, &mut rng(), |_| {});
+            assert_eq!(early.best_move, full.best_move, "{name}: the early stop changed the move");
+            assert!(early.root_visits <= full.root_visits);
+            if early.root_visits < 1500 {
+                // It stopped only because the leader's lead exceeds the visits left.
+                let mut v: Vec<u64> = early.visits.iter().map(|&(_, n)| n as u64).collect();
+                v.sort_unstable_by(|a, b| b.cmp(a));
+                assert!(v[0] > v[1] + (1500 - early.root_visits), "{name}: {v:?} at {}", early.root_visits);
+            }
+            if name == "sure" {
+                // With 95 % of the prior on one move its lead is decided long before the end.
+                assert!(early.root_visits < 1000, "{name}: stopped only at {} visits", early.root_visits);
+            }
+            // Off, the same limits search to the visit limit.
+            let off = SearchLimits { stop_when_decided: false, ..limits.clone() };
+            let r = Search::new(pos.clone(), quiet()).run_with(evaluator, &off, &mut rng(), |_| {});
+            assert_eq!(r.root_visits, full.root_visits);
+        }
+    }
+}
