@@ -66,7 +66,9 @@ mod tests {
         let wins = pos.road_wins_in_one();
         assert!(!wins.is_empty());
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        for budget in [Budget::Visits(200), Budget::Time(Duration::from_millis(20)), Budget::Clock(Duration::from_millis(20))] {
+        for budget in
+            [Budget::Visits(200), Budget::Time(Duration::from_millis(20)), Budget::Clock(Duration::from_millis(20))]
+        {
             let mv = search_best_move(&pos, &UniformEvaluator, &match_search_config(), budget, &mut rng).unwrap();
             assert!(wins.contains(&mv), "{}", mv.to_ptn(3));
         }
