@@ -371,8 +371,8 @@ impl Search {
     }
 
     /// Whether `more` playouts can no longer change the root's most visited move: among
-    /// the moves not proven lost, the leader's visits exceed the runner-up's by more than
-    /// `more` (a single such move is decided at once).
+    /// the moves not proven lost, the leader's visits exceed the runner-up's (0 when it
+    /// is the only one) by more than `more`.
     fn root_decided(&self, more: u64) -> bool {
         let (mut first, mut second) = (0u64, 0u64);
         let mut open = 0;
