@@ -283,6 +283,10 @@ pub struct TrainArgs {
     /// Board size without `--config`.
     #[arg(long, default_value_t = 4)]
     pub size: usize,
+    /// Train this exported model (`.bredon`) instead of a fresh network: its network
+    /// replaces the config's, so trained weights (and their tiny values) are measured.
+    #[arg(long, conflicts_with_all = ["size", "blocks", "channels"])]
+    pub model: Option<PathBuf>,
     /// Override the residual blocks.
     #[arg(long)]
     pub blocks: Option<usize>,
@@ -311,8 +315,16 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
     if let Some(c) = args.channels {
         net.channels = c;
     }
+    let mut trainer = match &args.model {
+        Some(path) => {
+            let (model, meta) =
+                bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
+            net = meta.net;
+            Trainer::from_model(&net, model, settings)?
+        }
+        None => Trainer::new(&net, settings, 1)?,
+    };
     let size = net.size;
-    let mut trainer = Trainer::new(&net, settings, 1)?;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let examples: Vec<TrainExample> = sample_positions(size, 4 * args.batch.max(1), 3)
         .into_iter()

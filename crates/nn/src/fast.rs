@@ -93,6 +93,37 @@ impl Drop for FlushDenormals {
     }
 }
 
+/// [`FlushDenormals`] on the current thread and on every thread of the current rayon pool
+/// (the global one, where burn's CPU backend and the fast kernels run) while alive: for work, such as a
+/// training step, that fans out to the pool through code that is not ours. Dropping it
+/// restores each thread's previous mode.
+pub(crate) struct FlushDenormalsInPool {
+    _here: FlushDenormals,
+}
+
+thread_local! {
+    /// A pool thread's guard while a [`FlushDenormalsInPool`] lives.
+    static POOL_FLUSH: std::cell::Cell<Option<FlushDenormals>> = const { std::cell::Cell::new(None) };
+}
+
+impl FlushDenormalsInPool {
+    pub(crate) fn new() -> FlushDenormalsInPool {
+        let here = FlushDenormals::new();
+        if cfg!(target_arch = "x86_64") {
+            rayon::broadcast(|_| POOL_FLUSH.with(|g| g.set(Some(FlushDenormals::new()))));
+        }
+        FlushDenormalsInPool { _here: here }
+    }
+}
+
+impl Drop for FlushDenormalsInPool {
+    fn drop(&mut self) {
+        if cfg!(target_arch = "x86_64") {
+            rayon::broadcast(|_| POOL_FLUSH.with(|g| drop(g.take())));
+        }
+    }
+}
+
 /// The instruction set the kernels use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
@@ -1063,5 +1094,27 @@ mod tests {
             }
         }
         assert_eq!(denormal_product(), before, "the thread's mode is restored");
+    }
+
+    #[test]
+    fn the_pool_guard_flushes_on_every_pool_thread_and_restores_them() {
+        use super::FlushDenormalsInPool;
+        // A pool of its own: tests running beside this one use the global pool.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        pool.install(|| {
+            let on_pool = || rayon::broadcast(|_| denormal_product());
+            let before = denormal_product();
+            assert!(on_pool().iter().all(|&p| p == before), "the pool keeps denormals by default");
+            {
+                let _flush = FlushDenormalsInPool::new();
+                if cfg!(target_arch = "x86_64") {
+                    assert_eq!(denormal_product(), 0.0, "the calling thread is flushed");
+                    let products = on_pool();
+                    assert_eq!(products, vec![0.0; 3], "every pool thread is flushed");
+                }
+            }
+            assert_eq!(denormal_product(), before, "the calling thread's mode is restored");
+            assert!(on_pool().iter().all(|&p| p == before), "the pool threads' modes are restored");
+        });
     }
 }
