@@ -114,9 +114,19 @@ fn exports_are_checksummed_and_old_exports_still_load() {
 #[test]
 fn the_shipped_models_are_checksummed_and_a_damaged_copy_is_refused() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    for (name, size) in
-        [("4x4.bredon", 4), ("4x4-v1.bredon", 4), ("5x5.bredon", 5), ("6x6-v1.bredon", 6), ("6x6.bredon", 6)]
-    {
+    // Every model shipped, current (`NxN.bredon`) and earlier (`NxN-v1.bredon`), is
+    // checksummed and of the size its name says.
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".bredon"))
+        .collect();
+    names.sort();
+    for size in [4, 5, 6] {
+        assert!(names.contains(&format!("{size}x{size}.bredon")), "no {size}x{size}.bredon in {names:?}");
+    }
+    for name in &names {
+        let size: usize = name.split('x').next().and_then(|n| n.parse().ok()).expect("an NxN model name");
         let (_, meta, v) = load_exported_verified(&dir.join(name)).unwrap();
         assert_eq!((meta.size, v), (size, Verified::Ok), "{name}");
     }
