@@ -38,7 +38,9 @@ pub struct TrainArgs {
     quiet: bool,
     /// Start a new run from this trained model (`.bredon` file or checkpoint directory)
     /// instead of random weights: fresh optimiser, steps (and the LR schedule) continuing
-    /// from the model's. Needs the same architecture and komi as the config.
+    /// from the model's. Needs the config's architecture and komi, except what can be
+    /// added to a trained network: global pooling, more residual blocks (they start as
+    /// the identity), another board size (then any komi).
     #[arg(long, value_name = "MODEL")]
     init_from: Option<PathBuf>,
     /// Minutes of training behind the --init-from model, so that the run's Elo curve

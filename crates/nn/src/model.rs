@@ -240,6 +240,8 @@ impl NetConfig {
             gpool_channels: other.gpool_channels,
             value_head: other.value_head,
             value_filters: other.value_filters,
+            // Residual blocks can be added (they start as the identity), not removed.
+            blocks: self.blocks.max(other.blocks),
             ..self.clone()
         }
     }
@@ -496,6 +498,9 @@ pub struct TransferReport {
     /// Tensors left at their fresh initialisation (absent from the source, or of another
     /// shape there): zero for the global pooling layers.
     pub fresh: Vec<String>,
+    /// Residual blocks added after the source's last one, which start as the identity
+    /// (their second batch norm's scale and shift at zero).
+    pub identity_blocks: Vec<usize>,
 }
 
 impl TransferReport {
@@ -507,7 +512,11 @@ impl TransferReport {
         } else {
             format!("; mapped to the new board size: {}", self.mapped.join(", "))
         };
-        format!("copied {} tensors{mapped}; new (freshly initialised): {fresh}", self.copied.len())
+        let added = match (self.identity_blocks.first(), self.identity_blocks.last()) {
+            (Some(a), Some(b)) => format!("; residual blocks {a} to {b} added as the identity"),
+            _ => String::new(),
+        };
+        format!("copied {} tensors{mapped}{added}; new (freshly initialised): {fresh}", self.copied.len())
     }
 }
 
@@ -554,7 +563,9 @@ impl TakNet {
     /// initialisation. This is how a trained model gains the options that start neutral:
     /// with only [`NetConfig::global_pool`] added, the new gpool layers are zero and the
     /// result computes exactly what `source` does. (Other differences, such as the value
-    /// head's kind, leave the layers they change freshly initialised.)
+    /// head's kind, leave the layers they change freshly initialised.) Residual blocks
+    /// beyond the source's start as the identity, so a deeper network computes what
+    /// `source` does too.
     ///
     /// Across board sizes (KataGo's one net for all sizes) the trunk's convolutions, the
     /// global pooling, the pooled value head and the ownership head carry over as they
@@ -596,9 +607,18 @@ impl TakNet {
         }
         let bytes = burn_pack::Writer::new(kept).into_bytes().expect("tensors serialise");
         let record = burn::store::ModuleRecord::from_bytes(bytes).expect("a record just written reads back");
-        let model = TakNet::new(net, &device)
+        let mut model = TakNet::new(net, &device)
             .try_load_record(record.allow_partial(true))
             .expect("tensors of matching names and shapes load");
+        // Blocks beyond the source's compute `relu(bn2(..) + x)` = `x` (x is already a
+        // ReLU output) while bn2's scale and shift are zero: the deeper network computes
+        // what the source does, and the new blocks learn from there.
+        for b in source_cfg.blocks..net.blocks {
+            let bn2 = &mut model.blocks[b].bn2;
+            bn2.gamma = bn2.gamma.clone().map(|t| t.zeros_like());
+            bn2.beta = bn2.beta.clone().map(|t| t.zeros_like());
+            report.identity_blocks.push(b);
+        }
         (model.valid(), report)
     }
 }

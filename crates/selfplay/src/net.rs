@@ -262,6 +262,63 @@ mod tests {
         assert!(e.contains("is a b2c8 network, the config asks for b2c16-g4"), "{e}");
     }
 
+    /// `--init-from` a model into a config with more residual blocks: the new blocks start
+    /// as the identity (same outputs on every position), then train like the others; fewer
+    /// blocks are refused.
+    #[test]
+    fn init_from_adds_residual_blocks_as_the_identity() {
+        let mut cfg = RunConfig::default();
+        cfg.game.size = 5;
+        cfg.net = NetConfig {
+            blocks: 2,
+            channels: 8,
+            value_hidden: 8,
+            policy_filters: 2,
+            global_pool: true,
+            gpool_channels: 4,
+            aux: true,
+            ..NetConfig::default()
+        };
+        let (_dir, file, model) = exported_model(&cfg, 9);
+        let mut deeper = cfg.clone();
+        deeper.net.blocks = 4;
+        let (mut learner, _) = Learner::from_model_file(&deeper, &file).unwrap();
+        assert_eq!(learner.describe(), "b4c8-aux-g4");
+        let mut p = Position::new(5).unwrap();
+        let (mut positions, mut played) = (vec![p.clone()], Vec::new());
+        for i in 0..12 {
+            let moves = p.legal_moves();
+            let mv = moves[(i * 7) % moves.len()];
+            p.play(mv).unwrap();
+            positions.push(p.clone());
+            played.push(mv.0);
+        }
+        let refs: Vec<&Position> = positions.iter().collect();
+        let forward = |m: &bredon_nn::TakNet| bredon_nn::inference::forward_raw(m, &refs, 5);
+        let (before, after) = (forward(&model), forward(&learner.model()));
+        assert!(before.1.iter().any(|&v| v != before.1[0]), "the source net's values vary by position");
+        assert_eq!(after, before);
+        // The added blocks learn: a few steps move the deeper net away from the source.
+        let record = GameRecord {
+            size: 5,
+            half_komi: 0,
+            model: "m".into(),
+            plies: played.iter().map(|&mv| PlyRecord { mv, visits: vec![(mv, 4)], root_value: 0.5 }).collect(),
+            result: StoredResult::Adjudicated { outcome: 0 },
+        };
+        let samples = record.samples().unwrap();
+        let batch: Vec<&Sample> = samples.iter().collect();
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+        for _ in 0..3 {
+            learner.step(&batch, 0.01, &mut rng).unwrap();
+        }
+        assert_ne!(forward(&learner.model()), before);
+        let mut shallower = cfg.clone();
+        shallower.net.blocks = 1;
+        let e = Learner::from_model_file(&shallower, &file).err().unwrap().to_string();
+        assert!(e.contains("is a b2c8-aux-g4 network, the config asks for b1c8-aux-g4"), "{e}");
+    }
+
     /// `--init-from` a 5x5 model into a 6x6 run with komi 2: carried to the new size (the
     /// policy heads mapped, the new moves at zero), whatever its komi; at the same size
     /// another komi is still refused.
