@@ -262,11 +262,10 @@ mod tests {
         assert!(e.contains("is a b2c8 network, the config asks for b2c16-g4"), "{e}");
     }
 
-    /// `--init-from` a model into a config with more residual blocks: the new blocks start
-    /// as the identity (same outputs on every position), then train like the others; fewer
-    /// blocks are refused.
-    #[test]
-    fn init_from_adds_residual_blocks_as_the_identity() {
+    /// A 5x5 run config with a small size-independent network (b2c8: conv policy head,
+    /// global pooling, pooled value head).
+    fn size_independent_5x5() -> RunConfig {
+        use bredon_nn::{PolicyHead, ValueHead};
         let mut cfg = RunConfig::default();
         cfg.game.size = 5;
         cfg.net = NetConfig {
@@ -274,16 +273,27 @@ mod tests {
             channels: 8,
             value_hidden: 8,
             policy_filters: 2,
+            policy_head: PolicyHead::Conv,
             global_pool: true,
             gpool_channels: 4,
-            aux: true,
+            value_head: ValueHead::Pool,
             ..NetConfig::default()
         };
+        cfg
+    }
+
+    /// `--init-from` a model into a config with more residual blocks: the new blocks start
+    /// as the identity (same outputs on every position), then train like the others; fewer
+    /// blocks are refused.
+    #[test]
+    fn init_from_adds_residual_blocks_as_the_identity() {
+        let mut cfg = size_independent_5x5();
+        cfg.net.aux = true;
         let (_dir, file, model) = exported_model(&cfg, 9);
         let mut deeper = cfg.clone();
         deeper.net.blocks = 4;
         let (mut learner, _) = Learner::from_model_file(&deeper, &file).unwrap();
-        assert_eq!(learner.describe(), "b4c8-aux-g4");
+        assert_eq!(learner.describe(), "b4c8-aux-convp-g4-vp");
         let mut p = Position::new(5).unwrap();
         let (mut positions, mut played) = (vec![p.clone()], Vec::new());
         for i in 0..12 {
@@ -316,7 +326,7 @@ mod tests {
         let mut shallower = cfg.clone();
         shallower.net.blocks = 1;
         let e = Learner::from_model_file(&shallower, &file).err().unwrap().to_string();
-        assert!(e.contains("is a b2c8-aux-g4 network, the config asks for b1c8-aux-g4"), "{e}");
+        assert!(e.contains("is a b2c8-aux-convp-g4-vp network, the config asks for b1c8-aux-convp-g4-vp"), "{e}");
     }
 
     /// `--init-from` a 5x5 model into a 6x6 run with komi 2: carried to the new size (the
@@ -324,20 +334,7 @@ mod tests {
     /// another komi is still refused.
     #[test]
     fn init_from_carries_a_model_to_another_board_size() {
-        use bredon_nn::{PolicyHead, ValueHead};
-        let mut cfg = RunConfig::default();
-        cfg.game.size = 5;
-        cfg.net = NetConfig {
-            blocks: 2,
-            channels: 8,
-            value_hidden: 8,
-            policy_filters: 2,
-            policy_head: PolicyHead::Conv,
-            global_pool: true,
-            gpool_channels: 4,
-            value_head: ValueHead::Pool,
-            ..NetConfig::default()
-        };
+        let cfg = size_independent_5x5();
         let (_dir, file, _) = exported_model(&cfg, 700);
         let mut six = cfg.clone();
         six.game.size = 6;
