@@ -496,7 +496,8 @@ pub struct TransferReport {
     /// pieces than the source's size allows) zero.
     pub mapped: Vec<String>,
     /// Tensors left at their fresh initialisation (absent from the source, or of another
-    /// shape there): zero for the global pooling layers.
+    /// shape there): zero for the global pooling layers. The tensors of added blocks are
+    /// not listed here but in `identity_blocks`.
     pub fresh: Vec<String>,
     /// Residual blocks added after the source's last one, which start as the identity
     /// (their second batch norm's scale and shift at zero).
@@ -619,6 +620,8 @@ impl TakNet {
             bn2.beta = bn2.beta.clone().map(|t| t.zeros_like());
             report.identity_blocks.push(b);
         }
+        let added: Vec<String> = report.identity_blocks.iter().map(|b| format!("blocks.{b}.")).collect();
+        report.fresh.retain(|name| !added.iter().any(|prefix| name.starts_with(prefix)));
         (model.valid(), report)
     }
 }

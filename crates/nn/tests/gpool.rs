@@ -308,3 +308,28 @@ fn a_size_independent_network_carries_to_another_board_size() {
     }
     assert!(report.copied.iter().any(|c| c == "blocks.1.conv2.weight"), "{report:?}");
 }
+
+/// More residual blocks (`--init-from` a trained model into a deeper config): the added
+/// blocks start as the identity, so the deeper network computes exactly what the trained
+/// one does on the burn and the fast paths, and training then moves them.
+#[test]
+fn a_trained_network_deepens_with_identity_blocks() {
+    let old = NetConfig { policy_head: PolicyHead::Conv, ..gpool_config(5, ValueHead::Pool, true) };
+    let positions = random_positions(5, 64, 4);
+    let model = trained(&old, &positions, 3);
+    let deeper = NetConfig { blocks: old.blocks + 2, ..old.clone() };
+    let (grown, report) = TakNet::from_compatible(&deeper, &model, &old);
+    assert_eq!(report.identity_blocks, [old.blocks, old.blocks + 1]);
+    assert!(report.fresh.is_empty(), "{:?}", report.fresh);
+    assert_eq!(report.copied.len(), bredon_nn::limits::expected_tensors(&old).len());
+    let added = format!("residual blocks {} to {} added as the identity", old.blocks, old.blocks + 1);
+    assert!(report.summary().contains(&added), "{}", report.summary());
+    let refs: Vec<&Position> = positions.iter().collect();
+    assert_eq!(forward_raw(&grown, &refs, 5), forward_raw(&model, &refs, 5));
+    assert_eq!(FastNet::from_model(&grown, 5).forward(&refs), FastNet::from_model(&model, 5).forward(&refs));
+    let mut trainer = Trainer::from_model(&deeper, grown, OptimizerSettings::default()).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    trainer.step(&random_examples(&positions[..32], &mut rng), 0.01).unwrap();
+    let new_scale = tensor_values(&trainer.model(), &format!("blocks.{}.bn2.gamma", old.blocks));
+    assert!(new_scale.iter().any(|&g| g != 0.0), "the added block's scale left zero");
+}
