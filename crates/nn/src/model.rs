@@ -231,8 +231,9 @@ impl NetConfig {
     }
 
     /// This config with the options that [`TakNet::from_compatible`] can change in a
-    /// trained network (the board size, global pooling, the value head's kind and filters)
-    /// taken from `other`: equal to `other` exactly when the two differ in nothing else.
+    /// trained network (the board size, global pooling, the value head's kind and filters,
+    /// more residual blocks) taken from `other`: equal to `other` exactly when the two
+    /// differ in nothing else.
     pub fn with_upgradable_options_of(&self, other: &NetConfig) -> NetConfig {
         NetConfig {
             size: other.size,
@@ -586,7 +587,9 @@ impl TakNet {
         let policy_map = (net.size != source_cfg.size && net.policy_head == PolicyHead::Conv)
             .then(|| policy_channel_map(source_cfg.size, net.size));
         let mut kept = Vec::new();
-        let mut report = TransferReport::default();
+        let mut report =
+            TransferReport { identity_blocks: (source_cfg.blocks..net.blocks).collect(), ..Default::default() };
+        let added: Vec<String> = report.identity_blocks.iter().map(|b| format!("blocks.{b}.")).collect();
         for (name, shape) in &expected {
             let fits = by_name.get(name).is_some_and(|t| {
                 t.dtype == burn_pack::DType::F32 && t.shape.iter().map(|&d| d as u64).eq(shape.iter().copied())
@@ -602,7 +605,7 @@ impl TakNet {
             {
                 kept.push(t);
                 report.mapped.push(name.clone());
-            } else {
+            } else if !added.iter().any(|prefix| name.starts_with(prefix)) {
                 report.fresh.push(name.clone());
             }
         }
@@ -614,14 +617,11 @@ impl TakNet {
         // Blocks beyond the source's compute `relu(bn2(..) + x)` = `x` (x is already a
         // ReLU output) while bn2's scale and shift are zero: the deeper network computes
         // what the source does, and the new blocks learn from there.
-        for b in source_cfg.blocks..net.blocks {
+        for &b in &report.identity_blocks {
             let bn2 = &mut model.blocks[b].bn2;
             bn2.gamma = bn2.gamma.clone().map(|t| t.zeros_like());
             bn2.beta = bn2.beta.clone().map(|t| t.zeros_like());
-            report.identity_blocks.push(b);
         }
-        let added: Vec<String> = report.identity_blocks.iter().map(|b| format!("blocks.{b}.")).collect();
-        report.fresh.retain(|name| !added.iter().any(|prefix| name.starts_with(prefix)));
         (model.valid(), report)
     }
 }
