@@ -94,6 +94,11 @@ pub struct SelfPlayArgs {
     /// Seconds for the raw forward measurement.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
+    /// Inference threads to measure, one after the other in this run (comma-separated;
+    /// 0 = the config's automatic choice). Without it: the config's `[selfplay]
+    /// inference_threads`.
+    #[arg(long, value_delimiter = ',')]
+    pub inference_threads: Vec<usize>,
 }
 
 /// Runs a benchmark; `inference` (the global `--inference` flag) picks the forward path.
@@ -237,8 +242,22 @@ fn bench_selfplay(args: &SelfPlayArgs, inference: Option<InferenceKind>) -> Resu
         cfg.selfplay.inference = k;
     }
     let learner = Learner::new(&cfg, cfg.schedule.seed)?;
+    let settings = if args.inference_threads.is_empty() {
+        vec![cfg.selfplay.inference_threads]
+    } else {
+        args.inference_threads.clone()
+    };
+    for threads in settings {
+        cfg.selfplay.inference_threads = threads;
+        bench_selfplay_once(args, &cfg, &learner)?;
+    }
+    Ok(())
+}
+
+fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
+    let shards = cfg.selfplay.inference_shards();
+    let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch, shards)?;
     let job = SelfPlayJob {
         options: cfg.game.options(),
         search: cfg.search.clone(),
@@ -262,7 +281,7 @@ fn bench_selfplay(args: &SelfPlayArgs, inference: Option<InferenceKind>) -> Resu
     let raw = forward_rate(&engine, &positions, avg_batch.round().max(1.0) as usize, args.seconds);
     let sp_rate = evals as f64 / secs;
     println!(
-        "self-play {size}x{size} {} ({} inference): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
+        "self-play {size}x{size} {} ({} inference, {shards} inference thread(s)): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
         learner.describe(),
         cfg.selfplay.inference,
         games as f64 / secs * 3600.0

@@ -206,19 +206,36 @@ struct Stats {
     batches: AtomicU64,
 }
 
-/// The batching inference service: one thread owns the model and runs it on requests
+/// How many shards an [`InferenceService`] run by `kind` gets when nobody says: one per
+/// thread of rayon's pool on the fast CPU path, one on burn's path (a GPU wants whole
+/// batches, and burn's CPU backend splits its own work).
+pub fn auto_shards(kind: InferenceKind) -> usize {
+    match kind.resolve() {
+        InferenceKind::Fast => rayon::current_num_threads().max(1),
+        _ => 1,
+    }
+}
+
+/// The batching inference service: a thread owns the model and runs it on requests
 /// gathered from many searches (up to `max_batch` positions per forward pass). Clone the
 /// [`InferenceService::handle`] into every search thread; it implements [`Evaluator`].
+///
+/// A sharded service ([`InferenceService::start_sharded`]) runs several such threads, each
+/// with its own copy of the network and a forward pass on its own thread only; the
+/// requests are dealt out among them in turn. On the CPU that keeps every core on whole
+/// forward passes while the searches on the others expand trees, instead of one pass split
+/// across all cores and the searches waiting for it.
 pub struct InferenceService {
     handle: InferenceHandle,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
     stats: Arc<Stats>,
 }
 
-/// A cheap, cloneable evaluator that sends positions to the service thread.
+/// A cheap, cloneable evaluator that sends positions to the service's threads.
 #[derive(Clone)]
 pub struct InferenceHandle {
-    tx: Sender<Request>,
+    shards: Arc<[Sender<Request>]>,
+    next: Arc<AtomicU64>,
     size: usize,
     batch_hint: usize,
 }
@@ -230,20 +247,61 @@ impl InferenceService {
         InferenceService::start_with(model, size, max_batch, default_kind())
     }
 
-    /// Starts the service thread with `model` for board `size`, run by `kind`. The model
-    /// is converted for the fast path here, so a service started on a newly loaded
-    /// checkpoint always runs its weights.
+    /// Starts the service thread with `model` for board `size`, run by `kind`. The service
+    /// owns the model (converted for the fast path on its thread), so a service started
+    /// on a newly loaded checkpoint always runs its weights.
     pub fn start_with(model: TakNet, size: usize, max_batch: usize, kind: InferenceKind) -> InferenceService {
-        let engine = Engine::new(model, size, kind);
-        let (tx, rx) = mpsc::channel::<Request>();
+        InferenceService::start_sharded(model, size, max_batch, kind, 1)
+    }
+
+    /// Starts `shards` service threads (at least one), each with its own copy of `model`
+    /// run by `kind`. With one, the forward pass may use every thread of rayon's pool, as
+    /// [`InferenceService::start_with`]; with more, each shard's pass runs on its own thread
+    /// alone (a pool of one), and requests go to the shards in turn.
+    pub fn start_sharded(
+        model: TakNet,
+        size: usize,
+        max_batch: usize,
+        kind: InferenceKind,
+        shards: usize,
+    ) -> InferenceService {
+        let shards = shards.max(1);
         let stats = Arc::new(Stats::default());
-        let st = stats.clone();
         let max_batch = max_batch.max(1);
-        let thread = std::thread::Builder::new()
-            .name("bredon-inference".into())
-            .spawn(move || serve(engine, size, max_batch, rx, &st))
-            .expect("spawn inference thread");
-        InferenceService { handle: InferenceHandle { tx, size, batch_hint: 8 }, thread: Some(thread), stats }
+        let mut senders = Vec::with_capacity(shards);
+        let mut threads = Vec::with_capacity(shards);
+        for i in 0..shards {
+            let (tx, rx) = mpsc::channel::<Request>();
+            let st = stats.clone();
+            let model = model.clone();
+            let name = if shards == 1 { "bredon-inference".to_string() } else { format!("bredon-inference-{i}") };
+            let thread = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    if shards == 1 {
+                        serve(Engine::new(model, size, kind), size, max_batch, rx, &st);
+                    } else {
+                        // A pool of one: the fast path sizes its scratch space and splits
+                        // its batches by the pool it is built and run in.
+                        let alone = rayon::ThreadPoolBuilder::new()
+                            .num_threads(1)
+                            .thread_name(move |_| format!("bredon-inference-{i}"))
+                            .build()
+                            .expect("a one-thread pool for an inference shard");
+                        alone.install(|| serve(Engine::new(model, size, kind), size, max_batch, rx, &st));
+                    }
+                })
+                .expect("spawn inference thread");
+            senders.push(tx);
+            threads.push(thread);
+        }
+        let handle = InferenceHandle { shards: senders.into(), next: Arc::new(AtomicU64::new(0)), size, batch_hint: 8 };
+        InferenceService { handle, threads, stats }
+    }
+
+    /// Service threads (shards).
+    pub fn shards(&self) -> usize {
+        self.threads.len()
     }
 
     /// An evaluator that talks to this service.
@@ -266,9 +324,8 @@ impl InferenceService {
     /// Stops the service and waits for its thread. Every handle must have been dropped
     /// (otherwise the thread keeps serving them and this waits for them).
     pub fn shutdown(mut self) {
-        let (dead_tx, _) = mpsc::channel();
-        self.handle.tx = dead_tx;
-        if let Some(t) = self.thread.take() {
+        self.handle.shards = Arc::from(Vec::new());
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -309,7 +366,12 @@ impl Evaluator for InferenceHandle {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
         let (reply, answer) = mpsc::channel();
         let req = Request { positions: positions.iter().map(|p| (*p).clone()).collect(), reply };
-        if self.tx.send(req).is_err() {
+        let shard = match self.shards.len() {
+            0 => None,
+            1 => self.shards.first(),
+            n => self.shards.get((self.next.fetch_add(1, Ordering::Relaxed) % n as u64) as usize),
+        };
+        if shard.is_none_or(|tx| tx.send(req).is_err()) {
             // The service is gone (shutting down): fall back to uniform priors, value 0.
             return bredon_mcts::UniformEvaluator.evaluate_batch(positions, legal);
         }

@@ -2,7 +2,7 @@
 
 use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::inference::InferenceService;
+use bredon_nn::inference::{InferenceKind, InferenceService};
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
 use bredon_rules::Position;
@@ -223,26 +223,33 @@ fn batching_service_matches_direct_evaluation_across_threads() {
     let cfg = tiny(5);
     let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 9).unwrap();
     let direct = NetEvaluator::new(trainer.model(), 5);
-    let service = InferenceService::start(trainer.model(), 5, 64);
     let sets: Vec<Vec<Position>> = (0..6).map(|i| positions(5, 3 + i, 10 + i as u64)).collect();
     let expected: Vec<_> = sets.iter().map(|s| evaluate(&direct, s)).collect();
-    std::thread::scope(|scope| {
-        for (s, e) in sets.iter().zip(&expected) {
-            let h = service.handle();
-            scope.spawn(move || {
-                for _ in 0..5 {
-                    let got = evaluate(&h, s);
-                    for (g, w) in got.iter().zip(e) {
-                        assert!((g.value - w.value).abs() < 1e-4);
-                        for (a, b) in g.policy.iter().zip(&w.policy) {
-                            assert!((a - b).abs() < 1e-4);
+    // One service thread (its pass split over rayon's pool), and three shards, each with
+    // its own copy of the network on a pool of one, the requests dealt out in turn.
+    for shards in [1, 3] {
+        let service = InferenceService::start_sharded(trainer.model(), 5, 64, InferenceKind::Fast, shards);
+        assert_eq!(service.shards(), shards);
+        std::thread::scope(|scope| {
+            for (s, e) in sets.iter().zip(&expected) {
+                let h = service.handle();
+                scope.spawn(move || {
+                    for _ in 0..5 {
+                        let got = evaluate(&h, s);
+                        assert_eq!(got.len(), e.len());
+                        for (g, w) in got.iter().zip(e) {
+                            assert!((g.value - w.value).abs() < 1e-4, "{shards} shard(s)");
+                            for (a, b) in g.policy.iter().zip(&w.policy) {
+                                assert!((a - b).abs() < 1e-4, "{shards} shard(s)");
+                            }
                         }
                     }
-                }
-            });
-        }
-    });
-    assert!(service.evaluations() >= sets.iter().map(|s| s.len() as u64 * 5).sum::<u64>());
-    assert!(service.batches() > 0);
-    service.shutdown();
+                });
+            }
+        });
+        assert_eq!(service.evaluations(), sets.iter().map(|s| s.len() as u64 * 5).sum::<u64>());
+        // 30 requests: at least one pass per shard, at most one per request.
+        assert!((shards as u64..=30).contains(&service.batches()), "{} batches", service.batches());
+        service.shutdown();
+    }
 }

@@ -92,6 +92,12 @@ pub struct SelfPlayConfig {
     /// CPU, `burn` on a GPU device), `fast` (BatchNorm folded, hand-written SIMD kernels,
     /// CPU) or `burn` (the training framework's, on the run's device).
     pub inference: bredon_nn::InferenceKind,
+    /// Inference threads of self-play, each with its own copy of the network and a
+    /// forward pass on one core; the games' requests are dealt out among them. 0 (the
+    /// default) = one per thread of the process (`RAYON_NUM_THREADS`, else the cores) on
+    /// the fast CPU path, one on burn's path (a GPU takes whole batches). 1 = a single
+    /// service whose forward pass is split across all threads.
+    pub inference_threads: usize,
     /// Play the next generation's games while this one trains, with the weights from
     /// before this generation's training (one generation older), on the cores training
     /// leaves idle. Off: self-play and training take turns.
@@ -106,6 +112,17 @@ pub struct SelfPlayConfig {
 }
 
 impl SelfPlayConfig {
+    /// The inference threads self-play runs (see `inference_threads`): the setting, or for
+    /// 0 one per thread of rayon's pool on the fast path and one on burn's; never more
+    /// than the games played at once.
+    pub fn inference_shards(&self) -> usize {
+        let n = match self.inference_threads {
+            0 => bredon_nn::inference::auto_shards(self.inference),
+            n => n,
+        };
+        n.clamp(1, self.concurrent_games.max(1))
+    }
+
     /// The (full, fast) visit budgets of `generation`'s games (see
     /// `visits_ramp_generations`); each at least 1.
     pub fn visits_at(&self, generation: u32) -> (u32, u32) {
@@ -132,6 +149,7 @@ impl Default for SelfPlayConfig {
             resign_playthrough: 0.1,
             max_inference_batch: 256,
             inference: bredon_nn::InferenceKind::Auto,
+            inference_threads: 0,
             overlap: false,
             visits_ramp_generations: 0,
             visits_start_fraction: 0.25,
@@ -460,6 +478,18 @@ mod tests {
         assert_eq!(off.visits_at(0), (128, 32));
         let tiny = SelfPlayConfig { visits: 1, fast_visits: 1, visits_start_fraction: 0.01, ..s };
         assert_eq!(tiny.visits_at(0), (1, 1), "never below one visit");
+    }
+
+    #[test]
+    fn inference_threads_follow_the_setting_the_path_and_the_games() {
+        let s = |toml: &str| RunConfig::from_toml(toml).unwrap().selfplay.inference_shards();
+        assert_eq!(s("[selfplay]\ninference_threads = 3\nconcurrent_games = 8"), 3);
+        assert_eq!(s("[selfplay]\ninference_threads = 3\nconcurrent_games = 2"), 2, "no more than the games");
+        assert_eq!(s("[selfplay]\ninference = \"burn\""), 1, "burn's path: one service");
+        // Automatic on the fast path: one per thread of rayon's pool (the games allowing).
+        let auto = s("[selfplay]\ninference = \"fast\"\nconcurrent_games = 1000");
+        assert_eq!(auto, bredon_nn::inference::auto_shards(bredon_nn::InferenceKind::Fast));
+        assert!(auto >= 1);
     }
 
     /// Every file in the repository folder `dir` that `keep(name, text)` picks, loaded as a

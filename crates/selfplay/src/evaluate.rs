@@ -83,7 +83,7 @@ pub fn evaluate_generation(
     generation: u32,
     stop: &AtomicBool,
 ) -> Result<Vec<(String, f64)>> {
-    let (current, _svc) = learner.start_inference(64)?;
+    let (current, _svc) = learner.start_inference(64, cfg.selfplay.inference_shards())?;
     let seed = cfg.schedule.seed ^ 0xE7A1 ^ generation as u64;
     let against = |opponent: &dyn Evaluator| {
         play_match(
@@ -105,7 +105,7 @@ pub fn evaluate_generation(
     if generation > 0 {
         let first = RunDir::model_name(0);
         let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
-        let (first_eval, _svc0) = first_learner.start_inference(64)?;
+        let (first_eval, _svc0) = first_learner.start_inference(64, cfg.selfplay.inference_shards())?;
         if let Some(score) = against(first_eval.as_ref())? {
             out.push((first, score));
         }

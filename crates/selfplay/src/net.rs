@@ -159,9 +159,11 @@ impl Learner {
     }
 
     /// Starts a batching inference service on the current weights (run by the config's
-    /// `[selfplay] inference` path).
-    pub fn start_inference(&self, max_batch: usize) -> Result<(Arc<dyn Evaluator>, InferenceService)> {
-        let service = InferenceService::start_with(self.trainer.model(), self.net.size, max_batch, self.inference);
+    /// `[selfplay] inference` path) with `shards` threads (see
+    /// [`SelfPlayConfig::inference_shards`](crate::config::SelfPlayConfig::inference_shards)).
+    pub fn start_inference(&self, max_batch: usize, shards: usize) -> Result<(Arc<dyn Evaluator>, InferenceService)> {
+        let service =
+            InferenceService::start_sharded(self.trainer.model(), self.net.size, max_batch, self.inference, shards);
         Ok((Arc::new(service.handle()), service))
     }
 

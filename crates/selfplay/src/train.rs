@@ -580,13 +580,13 @@ fn self_play_service(
     current: &str,
 ) -> Result<(String, Arc<dyn bredon_mcts::Evaluator>, bredon_nn::inference::InferenceService)> {
     let player = run.self_play_model(current, cfg.eval.gate.enabled)?;
-    let max_batch = cfg.selfplay.max_inference_batch;
+    let (max_batch, shards) = (cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards());
     let (evaluator, service) = if player == current {
-        learner.start_inference(max_batch)?
+        learner.start_inference(max_batch, shards)?
     } else {
         Learner::load(cfg, &run.checkpoint_dir(&player))
             .with_context(|| format!("loading self-play model {player}"))?
-            .start_inference(max_batch)?
+            .start_inference(max_batch, shards)?
     };
     Ok((player, evaluator, service))
 }
@@ -861,7 +861,8 @@ pub fn selfplay_only(
         };
         let player = run.self_play_model(&model, cfg.eval.gate.enabled)?;
         let learner = Learner::load(cfg, &run.checkpoint_dir(&player))?;
-        let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch)?;
+        let (evaluator, service) =
+            learner.start_inference(cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards())?;
         let job = SelfPlayJob {
             options: cfg.game.options(),
             search: cfg.search.clone(),
