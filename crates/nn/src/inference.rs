@@ -321,8 +321,8 @@ impl InferenceService {
 }
 
 impl InferenceService {
-    /// Stops the service and waits for its thread. Every handle must have been dropped
-    /// (otherwise the thread keeps serving them and this waits for them).
+    /// Stops the service and waits for its threads. Every handle must have been dropped
+    /// (otherwise the threads keep serving them and this waits for them).
     pub fn shutdown(mut self) {
         self.handle.shards = Arc::from(Vec::new());
         for t in self.threads.drain(..) {
@@ -368,7 +368,6 @@ impl Evaluator for InferenceHandle {
         let req = Request { positions: positions.iter().map(|p| (*p).clone()).collect(), reply };
         let shard = match self.shards.len() {
             0 => None,
-            1 => self.shards.first(),
             n => self.shards.get((self.next.fetch_add(1, Ordering::Relaxed) % n as u64) as usize),
         };
         if shard.is_none_or(|tx| tx.send(req).is_err()) {
