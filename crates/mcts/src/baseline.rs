@@ -11,7 +11,7 @@ pub struct UniformEvaluator;
 
 impl Evaluator for UniformEvaluator {
     fn evaluate_batch(&self, _positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
-        legal.iter().map(|m| Evaluation { policy: vec![1.0 / m.len().max(1) as f32; m.len()], value: 0.0 }).collect()
+        legal.iter().map(|m| Evaluation::new(vec![1.0 / m.len().max(1) as f32; m.len()], 0.0)).collect()
     }
 }
 
@@ -61,7 +61,7 @@ impl Evaluator for RolloutEvaluator {
                 let mut rng = ChaCha8Rng::seed_from_u64(pos.hash() ^ self.seed);
                 let n = self.rollouts.max(1);
                 let value = (0..n).map(|_| self.rollout(pos, &mut rng)).sum::<f32>() / n as f32;
-                Evaluation { policy: vec![1.0 / m.len().max(1) as f32; m.len()], value }
+                Evaluation::new(vec![1.0 / m.len().max(1) as f32; m.len()], value)
             })
             .collect()
     }

@@ -10,6 +10,17 @@ pub struct Evaluation {
     pub policy: Vec<f32>,
     /// Expected outcome for the side to move, in [-1, 1].
     pub value: f32,
+    /// Probability that the game is drawn, in [0, 1], when the evaluator knows it (a
+    /// network with a win/draw/loss head); `None` otherwise. With `value` it gives the
+    /// win/draw/loss split: W = (1 + value - draw) / 2, L = (1 - value - draw) / 2.
+    pub draw: Option<f32>,
+}
+
+impl Evaluation {
+    /// An evaluation without a draw probability.
+    pub fn new(policy: Vec<f32>, value: f32) -> Evaluation {
+        Evaluation { policy, value, draw: None }
+    }
 }
 
 /// Scores a batch of positions. Implementations: the neural network (in `bredon-nn`),

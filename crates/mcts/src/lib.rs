@@ -24,5 +24,5 @@ pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use parallel::ParallelSearch;
-pub use search::{Search, SearchLimits, SearchResult};
+pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl};
 pub use time::{TimeManagement, clock_budget, expected_moves_left, move_budget};

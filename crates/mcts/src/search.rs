@@ -1,15 +1,17 @@
 //! The search tree and the PUCT playout loop.
 
 use crate::config::{Algorithm, SearchConfig};
-use crate::evaluator::Evaluator;
+use crate::evaluator::{Evaluation, Evaluator};
 use bredon_rules::{Move, Position};
 use rand::Rng;
 use rand_distr::{Distribution, Gamma};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const NONE: u32 = u32::MAX;
+/// The root is always the first node of the arena.
+const ROOT: u32 = 0;
 
 /// A proven game-theoretic value, from the view of the player who moved into the node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +32,9 @@ struct Node {
     visits: u32,
     /// Sum of values from the view of the player who moved into this node.
     value_sum: f32,
+    /// Sum of draw probabilities (1 per drawn finished game, the evaluator's estimate at a
+    /// leaf, 0 where it gives none).
+    draw_sum: f32,
     in_flight: u32,
     first_child: u32,
     children: u16,
@@ -47,6 +52,7 @@ impl Node {
             prior,
             visits: 0,
             value_sum: 0.0,
+            draw_sum: 0.0,
             in_flight: 0,
             first_child: NONE,
             children: 0,
@@ -79,6 +85,77 @@ pub struct SearchLimits {
     pub stop_when_decided: bool,
 }
 
+/// A game result, from the view of one player.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// That player wins.
+    Win,
+    /// That player loses.
+    Loss,
+    /// The game is drawn.
+    Draw,
+}
+
+/// A result the search proved for the side to move at the root, and in how many plies
+/// the game ends along the proven line (the principal variation as searched: a bound, not
+/// always the shortest way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Solved {
+    /// The proven result for the side to move.
+    pub outcome: Outcome,
+    /// Plies until the game ends along the proven line (1: the move itself wins).
+    pub plies: u32,
+}
+
+/// Win, draw and loss probabilities for one player, summing to 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Wdl {
+    /// Probability of a win.
+    pub win: f32,
+    /// Probability of a draw.
+    pub draw: f32,
+    /// Probability of a loss.
+    pub loss: f32,
+}
+
+impl Wdl {
+    /// The split given by an expected outcome `value` in [-1, 1] and a draw probability.
+    pub fn from_value(value: f32, draw: f32) -> Wdl {
+        let value = value.clamp(-1.0, 1.0);
+        // A draw probability larger than the value allows is cut to what it allows.
+        let draw = draw.clamp(0.0, 1.0 - value.abs());
+        Wdl { win: (1.0 + value - draw) / 2.0, draw, loss: (1.0 - value - draw) / 2.0 }
+    }
+
+    /// The split in per mille, rounded so that the three sum to 1000.
+    pub fn per_mille(&self) -> [u32; 3] {
+        let w = (self.win * 1000.0).round().clamp(0.0, 1000.0) as u32;
+        let l = (self.loss * 1000.0).round().clamp(0.0, (1000 - w) as f32) as u32;
+        [w, 1000 - w - l, l]
+    }
+}
+
+/// One root move as the search saw it: the lines of a MultiPV report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RootMove {
+    /// The move.
+    pub mv: Move,
+    /// Its visits.
+    pub visits: u32,
+    /// The evaluator's prior for it (after root noise, if any).
+    pub prior: f32,
+    /// Mean value after it for the side to move at the root, in [-1, 1] (±1 or 0 when
+    /// proven); `None` while unvisited.
+    pub value: Option<f32>,
+    /// Win/draw/loss for the side to move at the root after this move, when the value
+    /// is known and the evaluator gives draw probabilities (or the move is proven).
+    pub wdl: Option<Wdl>,
+    /// A result the search proved for this move, from the root mover's view.
+    pub proven: Option<Outcome>,
+    /// The principal variation starting with this move.
+    pub pv: Vec<Move>,
+}
+
 /// What a search found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchResult {
@@ -101,6 +178,16 @@ pub struct SearchResult {
     /// Gumbel search only: the improved policy softmax(logits + σ(completed Q)) over the
     /// root moves, the policy training target (PUCT trains on `visits`).
     pub improved_policy: Option<Vec<(Move, f32)>>,
+    /// Win/draw/loss for the side to move at the root, when the evaluator gives draw
+    /// probabilities or the result is proven.
+    pub wdl: Option<Wdl>,
+    /// The proven result and its length, when `proven`.
+    pub solved: Option<Solved>,
+    /// Every root move, the move to play first, then by the same order `best_move`
+    /// uses (proven wins, visits, value, prior).
+    pub root_moves: Vec<RootMove>,
+    /// The deepest ply below the root that a playout of this search reached.
+    pub seldepth: u32,
 }
 
 impl SearchResult {
@@ -143,6 +230,25 @@ struct Leaf {
     losing: Vec<u16>,
 }
 
+/// Leaves gathered by one round of descents, waiting for the evaluator.
+struct Batch {
+    leaves: Vec<Leaf>,
+    /// The leaves' paths from the root, end to end (`Leaf::path_start`, `path_len`).
+    paths: Vec<u32>,
+    /// Descents of this round already backed up (finished or tactically decided leaves).
+    done: usize,
+}
+
+impl Batch {
+    /// Asks `evaluator` about the leaves (no tree access: a shared search runs this
+    /// outside its lock).
+    fn evaluate<E: Evaluator + ?Sized>(&self, evaluator: &E) -> Vec<Evaluation> {
+        let positions: Vec<&Position> = self.leaves.iter().map(|l| &l.position).collect();
+        let legal: Vec<&[Move]> = self.leaves.iter().map(|l| l.moves.as_slice()).collect();
+        evaluator.evaluate_batch(&positions, &legal)
+    }
+}
+
 /// What the rules alone say about a leaf before the network is asked.
 enum LeafTactics {
     /// Nothing decided; these moves (indices) lose at once.
@@ -172,17 +278,165 @@ fn leaf_tactics(pos: &mut Position, moves: &[Move]) -> LeafTactics {
     LeafTactics::Open(losing)
 }
 
+/// Why a search stops: every stop condition, checked in one place ([`Stopper`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StopReason {
+    /// The root has the visits asked for.
+    Visits,
+    /// The stop flag is set.
+    Flag,
+    /// The deadline has passed.
+    Deadline,
+    /// The root's result is proven: more search changes nothing.
+    Proven,
+}
+
+/// The stop conditions of one search ([`SearchLimits`]), shared by every way to search.
+struct Stopper<'a> {
+    limits: &'a SearchLimits,
+    start: Instant,
+}
+
+impl<'a> Stopper<'a> {
+    fn new(limits: &'a SearchLimits) -> Stopper<'a> {
+        Stopper { limits, start: Instant::now() }
+    }
+
+    /// Why the search must stop now, if it must.
+    fn stop_reason(&self, tree: &Search) -> Option<StopReason> {
+        let root = &tree.nodes[ROOT as usize];
+        if self.limits.visits.is_some_and(|v| root.visits as u64 >= v) {
+            Some(StopReason::Visits)
+        } else if self.limits.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+            Some(StopReason::Flag)
+        } else if self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(StopReason::Deadline)
+        } else if root.proof != Proof::Unknown && root.visits > 0 {
+            Some(StopReason::Proven)
+        } else {
+            None
+        }
+    }
+
+    /// Playouts that may still start: the visit limit less the root's visits and those in
+    /// flight (no limit: as many as wanted).
+    fn room(&self, tree: &Search) -> u64 {
+        let root = &tree.nodes[ROOT as usize];
+        self.limits.visits.map_or(u64::MAX, |v| v.saturating_sub(root.visits as u64 + root.in_flight as u64))
+    }
+
+    /// A clock search with [`SearchLimits::stop_when_decided`]: whether the playouts the
+    /// time left would give at the rate so far (`playouts` since the start) can no longer
+    /// change the most visited root move.
+    fn decided(&self, tree: &Search, playouts: u64) -> bool {
+        let Some(deadline) = self.limits.deadline.filter(|_| self.limits.stop_when_decided) else {
+            return false;
+        };
+        if playouts < DECIDED_MIN_PLAYOUTS {
+            return false;
+        }
+        let now = Instant::now();
+        let rate = playouts as f64 / now.duration_since(self.start).as_secs_f64().max(1e-6);
+        let left = (rate * deadline.saturating_duration_since(now).as_secs_f64()).ceil() as u64;
+        tree.root_decided(left.min(self.room(tree)))
+    }
+}
+
+/// A tree searched by several threads ([`Search::run_shared`]), behind one lock.
+struct Shared<'t> {
+    tree: &'t mut Search,
+    /// Playouts completed by all threads.
+    playouts: u64,
+    /// Set by the first thread that sees a stop condition (or no work left for anyone).
+    halted: bool,
+}
+
+/// The calling thread's progress reports in a shared search.
+struct Progress<'f> {
+    every: Duration,
+    report: &'f mut dyn FnMut(&SearchResult),
+}
+
+/// One thread of a shared search: gather under the lock, evaluate outside it, back up
+/// under it, until a stop condition.
+fn shared_worker<E: Evaluator + ?Sized>(
+    shared: &Mutex<Shared<'_>>,
+    evaluator: &E,
+    stopper: &Stopper<'_>,
+    mut progress: Option<Progress<'_>>,
+) {
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last_progress = Instant::now();
+    loop {
+        let batch = {
+            let mut s = lock();
+            if s.halted {
+                return;
+            }
+            if stopper.stop_reason(s.tree).is_some() || stopper.decided(s.tree, s.playouts) {
+                s.halted = true;
+                return;
+            }
+            let room = stopper.room(s.tree);
+            let batch = if room > 0 {
+                let leaf_batch = s.tree.config.leaf_batch.max(1) as u64;
+                s.tree.gather(room.min(leaf_batch) as usize, &[])
+            } else {
+                Batch { leaves: Vec::new(), paths: Vec::new(), done: 0 }
+            };
+            if batch.leaves.is_empty() {
+                s.playouts += batch.done as u64;
+                if batch.done == 0 {
+                    if s.tree.nodes[ROOT as usize].in_flight == 0 {
+                        // Nothing to search and nobody searching: the tree is exhausted.
+                        s.halted = true;
+                        return;
+                    }
+                    // Every open path ends in another thread's pending leaf: wait for it.
+                    drop(s);
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                continue;
+            }
+            batch
+        };
+        let evals = batch.evaluate(evaluator);
+        let mut s = lock();
+        let done = s.tree.apply(batch, evals);
+        s.playouts += done as u64;
+        if let Some(p) = progress.as_mut()
+            && last_progress.elapsed() >= p.every
+        {
+            last_progress = Instant::now();
+            (p.report)(&s.tree.result(s.playouts));
+        }
+    }
+}
+
+/// The order in which moves are worth playing, worst first (for `max_by`), proven wins
+/// aside: most visits among moves not proven lost; equal visits (common with a flat policy
+/// and few visits) are split by the mean value, then the prior. Among proven losses (a
+/// lost position), one that loses later beats one that loses at once (a terminal or
+/// tactically refuted child): make the opponent find it.
+fn play_order(a: &Node, b: &Node) -> std::cmp::Ordering {
+    let q = |c: &Node| if c.visits > 0 { c.value_sum / c.visits as f32 } else { f32::NEG_INFINITY };
+    let key = |c: &Node| (c.proof != Proof::Loss, c.proof != Proof::Loss || !c.terminal, c.visits);
+    key(a).cmp(&key(b)).then(q(a).total_cmp(&q(b))).then(a.prior.total_cmp(&b.prior))
+}
+
 /// The tree of one game. Reuse it from move to move with [`Search::advance`].
 pub struct Search {
     config: SearchConfig,
     root_pos: Position,
     nodes: Vec<Node>,
-    root: u32,
     noise_applied: bool,
     /// Gumbel search: the root move chosen by the last sequential halving.
     gumbel_choice: Option<Move>,
+    /// Whether an evaluation has given a draw probability (so the tree's WDL is known).
+    has_draw: bool,
+    /// The deepest ply below the root reached since the last search started.
+    seldepth: u32,
     // Scratch buffers reused across playouts.
-    paths: Vec<u32>,
     path: Vec<u32>,
     move_buf: Vec<Move>,
 }
@@ -196,10 +450,10 @@ impl Search {
             config,
             root_pos: position,
             nodes,
-            root: 0,
             noise_applied: false,
             gumbel_choice: None,
-            paths: Vec::new(),
+            has_draw: false,
+            seldepth: 0,
             path: Vec::new(),
             move_buf: Vec::new(),
         }
@@ -223,13 +477,13 @@ impl Search {
 
     /// Visits of the root so far.
     pub fn root_visits(&self) -> u32 {
-        self.nodes[self.root as usize].visits
+        self.nodes[ROOT as usize].visits
     }
 
     /// Priors of the children of the node reached from the root by `path`, if that node
     /// is expanded (for inspection and tests).
     pub fn priors_at(&self, path: &[Move]) -> Option<Vec<(Move, f32)>> {
-        let mut node = self.root;
+        let mut node = ROOT;
         for &mv in path {
             let n = &self.nodes[node as usize];
             if !n.expanded {
@@ -243,7 +497,7 @@ impl Search {
 
     /// The root moves proven to lose (for merging several trees' results).
     pub fn root_lost_moves(&self) -> Vec<Move> {
-        self.children(self.root).iter().filter(|c| c.proof == Proof::Loss).map(|c| c.mv).collect()
+        self.children(ROOT).iter().filter(|c| c.proof == Proof::Loss).map(|c| c.mv).collect()
     }
 
     /// Nodes held by the tree.
@@ -254,7 +508,7 @@ impl Search {
     /// Plays `mv` at the root, keeping its subtree (compacted into a fresh arena).
     pub fn advance(&mut self, mv: Move) {
         self.root_pos.make(mv);
-        let root = &self.nodes[self.root as usize];
+        let root = &self.nodes[ROOT as usize];
         let child = (root.expanded)
             .then(|| {
                 (root.first_child..root.first_child + root.children as u32).find(|&c| self.nodes[c as usize].mv == mv)
@@ -292,7 +546,6 @@ impl Search {
             None => fresh.push(Node::new(mv, 1.0)),
         }
         self.nodes = fresh;
-        self.root = 0;
         self.noise_applied = false;
         self.gumbel_choice = None;
     }
@@ -311,37 +564,24 @@ impl Search {
         rng: &mut impl Rng,
         mut on_progress: impl FnMut(&SearchResult),
     ) -> SearchResult {
-        let mut playouts = 0u64;
-        let mut last_progress = Instant::now();
-        if self.root_pos.result().is_some() {
-            return self.result(0);
-        }
-        if self.config.tactics
-            && let Some(r) = self.root_tactics()
-        {
+        if let Some(r) = self.begin() {
             return r;
         }
-        self.gumbel_choice = None;
         if self.config.algorithm == Algorithm::Gumbel {
             return self.run_gumbel(evaluator, limits, rng, on_progress);
         }
-        let start = Instant::now();
+        let stopper = Stopper::new(limits);
+        let mut playouts = self.expand_root(evaluator);
+        let mut last_progress = Instant::now();
         loop {
-            let root_visits = self.nodes[self.root as usize].visits as u64;
-            if limits.visits.is_some_and(|v| root_visits >= v)
-                || limits.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
-                || limits.deadline.is_some_and(|d| Instant::now() >= d)
-            {
+            if stopper.stop_reason(self).is_some() {
                 break;
             }
-            if self.nodes[self.root as usize].proof != Proof::Unknown && root_visits > 0 {
-                break; // proven: more search changes nothing
-            }
-            if self.nodes[self.root as usize].expanded && self.config.root_noise && !self.noise_applied {
+            if self.nodes[ROOT as usize].expanded && self.config.root_noise && !self.noise_applied {
                 self.apply_noise(rng);
             }
-            let budget = limits.visits.map_or(u64::MAX, |v| v - root_visits);
-            let done = self.step(evaluator, budget.min(self.config.leaf_batch.max(1) as u64) as usize, &[]);
+            let room = stopper.room(self);
+            let done = self.step(evaluator, room.min(self.config.leaf_batch.max(1) as u64) as usize, &[]);
             if done == 0 {
                 break;
             }
@@ -352,22 +592,75 @@ impl Search {
                 last_progress = Instant::now();
                 on_progress(&self.result(playouts));
             }
-            if limits.stop_when_decided
-                && let Some(deadline) = limits.deadline
-                && playouts >= DECIDED_MIN_PLAYOUTS
-            {
-                let now = Instant::now();
-                let rate = playouts as f64 / now.duration_since(start).as_secs_f64().max(1e-6);
-                let mut left = (rate * deadline.saturating_duration_since(now).as_secs_f64()).ceil() as u64;
-                if let Some(v) = limits.visits {
-                    left = left.min(v.saturating_sub(self.nodes[self.root as usize].visits as u64));
-                }
-                if self.root_decided(left) {
-                    break;
-                }
+            if stopper.decided(self, playouts) {
+                break;
             }
         }
         self.result(playouts)
+    }
+
+    /// Searches one tree with `threads` threads until a limit is reached (PUCT; a Gumbel
+    /// root search, or one thread, is [`Search::run_with`]). Each thread descends under
+    /// the tree's lock, gathering a batch of leaves kept apart by virtual loss, asks
+    /// `evaluator` about them with the lock released, and backs them up under the lock
+    /// again: the evaluations, the expensive part, run side by side. `on_progress` is
+    /// called on the calling thread, which searches too.
+    pub fn run_shared<E: Evaluator + ?Sized>(
+        &mut self,
+        evaluator: &E,
+        threads: usize,
+        limits: &SearchLimits,
+        rng: &mut impl Rng,
+        mut on_progress: impl FnMut(&SearchResult),
+    ) -> SearchResult {
+        if threads <= 1 || self.config.algorithm == Algorithm::Gumbel {
+            return self.run_with(evaluator, limits, rng, on_progress);
+        }
+        if let Some(r) = self.begin() {
+            return r;
+        }
+        let stopper = Stopper::new(limits);
+        // The root first, so that the threads have moves to spread over.
+        let playouts = self.expand_root(evaluator);
+        if self.nodes[ROOT as usize].expanded && self.config.root_noise && !self.noise_applied {
+            self.apply_noise(rng);
+        }
+        let shared = Mutex::new(Shared { tree: self, playouts, halted: false });
+        let progress_every = limits.progress_every;
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(|| shared_worker(&shared, evaluator, &stopper, None));
+            }
+            let mut report = |r: &SearchResult| on_progress(r);
+            shared_worker(
+                &shared,
+                evaluator,
+                &stopper,
+                progress_every.map(|every| Progress { every, report: &mut report }),
+            );
+        });
+        let Shared { tree, playouts, .. } = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        tree.result(playouts)
+    }
+
+    /// Expands the root if it is not, whatever the limits, so that every search returns a
+    /// move. Returns the playouts done (0 or 1).
+    fn expand_root<E: Evaluator + ?Sized>(&mut self, evaluator: &E) -> u64 {
+        if self.nodes[ROOT as usize].expanded { 0 } else { self.step(evaluator, 1, &[]) as u64 }
+    }
+
+    /// What every search does first: a finished game or a root the rules decide (an
+    /// immediate or forced win) is answered without searching.
+    fn begin(&mut self) -> Option<SearchResult> {
+        self.gumbel_choice = None;
+        self.seldepth = 0;
+        if self.root_pos.result().is_some() {
+            return Some(self.result(0));
+        }
+        if self.config.tactics {
+            return self.root_tactics();
+        }
+        None
     }
 
     /// Whether `more` playouts can no longer change the root's most visited move: among
@@ -376,7 +669,7 @@ impl Search {
     fn root_decided(&self, more: u64) -> bool {
         let (mut first, mut second) = (0u64, 0u64);
         let mut open = 0;
-        for c in self.children(self.root) {
+        for c in self.children(ROOT) {
             if c.proof == Proof::Loss {
                 continue;
             }
@@ -397,11 +690,26 @@ impl Search {
     fn root_tactics(&self) -> Option<SearchResult> {
         let mut wins = Vec::new();
         self.root_pos.immediate_wins(&mut wins);
+        let mut plies = 1;
         if wins.is_empty() {
             wins = self.root_pos.forced_wins_in_three();
+            plies = 3;
         }
         let best = *wins.first()?;
-        let root_visits = (self.nodes[self.root as usize].visits as u64).max(wins.len() as u64 + 1);
+        let root_visits = (self.nodes[ROOT as usize].visits as u64).max(wins.len() as u64 + 1);
+        let won = Wdl { win: 1.0, draw: 0.0, loss: 0.0 };
+        let root_moves = wins
+            .iter()
+            .map(|&mv| RootMove {
+                mv,
+                visits: 1,
+                prior: 1.0 / wins.len() as f32,
+                value: Some(1.0),
+                wdl: Some(won),
+                proven: Some(Outcome::Win),
+                pv: vec![mv],
+            })
+            .collect();
         Some(SearchResult {
             visits: wins.iter().map(|&m| (m, 1)).collect(),
             value: 1.0,
@@ -411,12 +719,16 @@ impl Search {
             root_visits,
             proven: true,
             improved_policy: None,
+            wdl: Some(won),
+            solved: Some(Solved { outcome: Outcome::Win, plies }),
+            root_moves,
+            seldepth: 0,
         })
     }
 
     fn apply_noise(&mut self, rng: &mut impl Rng) {
         self.noise_applied = true;
-        let root = &self.nodes[self.root as usize];
+        let root = &self.nodes[ROOT as usize];
         let (first, n) = (root.first_child as usize, root.children as usize);
         if n < 2 {
             return;
@@ -440,16 +752,30 @@ impl Search {
     /// `forced` non-empty, playout `i` goes through root child `forced[i]` (at most
     /// `forced.len()` playouts).
     fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, max_leaves: usize, forced: &[u32]) -> usize {
+        let batch = self.gather(max_leaves, forced);
+        if batch.leaves.is_empty() {
+            return batch.done;
+        }
+        let evals = batch.evaluate(evaluator);
+        self.apply(batch, evals)
+    }
+
+    /// Descends from the root up to `max_leaves` times (through root child `forced[i]` on
+    /// descent `i` when `forced` is non-empty): a descent that ends in a finished game or a
+    /// tactically decided position is backed up at once; one that reaches a fresh leaf
+    /// marks its path in flight (virtual loss) and queues the leaf for the evaluator. Stops
+    /// early when a descent runs into a leaf already in flight.
+    fn gather(&mut self, max_leaves: usize, forced: &[u32]) -> Batch {
         let max_leaves = if forced.is_empty() { max_leaves } else { forced.len() };
         let mut leaves: Vec<Leaf> = Vec::with_capacity(max_leaves);
-        self.paths.clear();
+        let mut paths = Vec::new();
         let mut done = 0;
         let mut attempts = 0;
         while leaves.len() + done < max_leaves && attempts < max_leaves * 2 {
             attempts += 1;
             let mut pos = self.root_pos.clone();
             self.path.clear();
-            let mut node = self.root;
+            let mut node = ROOT;
             self.path.push(node);
             if !forced.is_empty() {
                 let Some(&child) = forced.get(attempts - 1) else { break };
@@ -489,6 +815,7 @@ impl Search {
             if collision {
                 break;
             }
+            self.seldepth = self.seldepth.max(self.path.len() as u32 - 1);
             let leaf = node;
             let mut losing = Vec::new();
             if !self.nodes[leaf as usize].terminal {
@@ -497,7 +824,7 @@ impl Search {
                 if self.config.tactics {
                     // The root is always expanded, so that it has moves to choose from
                     // (its immediate wins were handled before the search).
-                    let at_root = leaf == self.root;
+                    let at_root = leaf == ROOT;
                     let proof = match leaf_tactics(&mut pos, &self.move_buf) {
                         LeafTactics::Open(l) => {
                             losing = l;
@@ -524,8 +851,9 @@ impl Search {
                     Proof::Loss => -1.0,
                     _ => 0.0,
                 };
+                let draw = if self.nodes[leaf as usize].proof == Proof::Draw { 1.0 } else { 0.0 };
                 let path = std::mem::take(&mut self.path);
-                self.backup(&path, v);
+                self.backup(&path, v, draw);
                 self.path = path;
                 done += 1;
                 continue;
@@ -534,8 +862,8 @@ impl Search {
             for &p in &self.path {
                 self.nodes[p as usize].in_flight += 1;
             }
-            let start = self.paths.len();
-            self.paths.extend_from_slice(&self.path);
+            let start = paths.len();
+            paths.extend_from_slice(&self.path);
             leaves.push(Leaf {
                 node: leaf,
                 path_start: start,
@@ -545,13 +873,13 @@ impl Search {
                 losing,
             });
         }
-        if leaves.is_empty() {
-            return done;
-        }
-        let positions: Vec<&Position> = leaves.iter().map(|l| &l.position).collect();
-        let legal: Vec<&[Move]> = leaves.iter().map(|l| l.moves.as_slice()).collect();
-        let evals = evaluator.evaluate_batch(&positions, &legal);
-        let paths = std::mem::take(&mut self.paths);
+        Batch { leaves, paths, done }
+    }
+
+    /// Expands and backs up the leaves of `batch` with their evaluations. Returns the
+    /// playouts completed by the batch (its tactically decided descents included).
+    fn apply(&mut self, batch: Batch, evals: Vec<Evaluation>) -> usize {
+        let Batch { leaves, paths, mut done } = batch;
         for (leaf, ev) in leaves.iter().zip(evals) {
             let path = &paths[leaf.path_start..leaf.path_start + leaf.path_len];
             for &p in path {
@@ -565,12 +893,14 @@ impl Search {
                 child.terminal = true;
                 child.proof = Proof::Loss;
             }
+            if ev.draw.is_some() {
+                self.has_draw = true;
+            }
             // The evaluator's value is for the side to move at the leaf; the node stores
             // values for the player who moved into it.
-            self.backup(path, -ev.value.clamp(-1.0, 1.0));
+            self.backup(path, -ev.value.clamp(-1.0, 1.0), ev.draw.unwrap_or(0.0).clamp(0.0, 1.0));
             done += 1;
         }
-        self.paths = paths;
         done
     }
 
@@ -590,12 +920,13 @@ impl Search {
 
     /// Adds `value` (for the player who moved into the last node of `path`) along the path,
     /// flipping sign each ply, then propagates proofs upwards.
-    fn backup(&mut self, path: &[u32], value: f32) {
+    fn backup(&mut self, path: &[u32], value: f32, draw: f32) {
         let mut v = value;
         for &p in path.iter().rev() {
             let n = &mut self.nodes[p as usize];
             n.visits += 1;
             n.value_sum += v;
+            n.draw_sum += draw;
             v = -v;
         }
         // Proof propagation: a node whose mover-to-play has a winning child is lost for the
@@ -676,11 +1007,7 @@ impl Search {
         }
         // Most visits among moves not proven lost; equal visits (common with a flat policy
         // and few visits) are split by the mean value, then the prior.
-        let q = |c: &Node| if c.visits > 0 { c.value_sum / c.visits as f32 } else { f32::NEG_INFINITY };
-        // Among proven losses (a lost position), one that loses later beats one that
-        // loses at once (a terminal or tactically refuted child): make the opponent find it.
-        let key = |c: &Node| (c.proof != Proof::Loss, c.proof != Proof::Loss || !c.terminal, c.visits);
-        kids.iter().max_by(|a, b| key(a).cmp(&key(b)).then(q(a).total_cmp(&q(b))).then(a.prior.total_cmp(&b.prior)))
+        kids.iter().max_by(|a, b| play_order(a, b))
     }
 
     /// Gumbel AlphaZero's root search: Gumbel-top-k candidates, sequential halving of
@@ -701,18 +1028,12 @@ impl Search {
         let start = Instant::now();
         let mut last_progress = start;
         let mut playouts = 0u64;
-        let root_visits = |s: &Search| s.nodes[s.root as usize].visits as u64;
-        let out_of_budget = |s: &Search| {
-            limits.visits.is_some_and(|v| root_visits(s) >= v)
-                || limits.stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
-                || limits.deadline.is_some_and(|d| Instant::now() >= d)
-                || s.nodes[s.root as usize].proof != Proof::Unknown
-        };
-        if !self.nodes[self.root as usize].expanded {
-            // The root is always expanded, whatever the limits: a search returns a move.
-            playouts += self.step(evaluator, 1, &[]) as u64;
-        }
-        let root = &self.nodes[self.root as usize];
+        let root_visits = |s: &Search| s.nodes[ROOT as usize].visits as u64;
+        let stopper = Stopper::new(limits);
+        let out_of_budget = |s: &Search| stopper.stop_reason(s).is_some();
+        // The root is always expanded, whatever the limits: a search returns a move.
+        playouts += self.expand_root(evaluator);
+        let root = &self.nodes[ROOT as usize];
         let (first, k) = (root.first_child, root.children as usize);
         if k == 0 {
             return self.result(playouts);
@@ -737,8 +1058,8 @@ impl Search {
             noise[i] + logit(s, i) + s.config.gumbel_sigma(q[i], max_n)
         };
         let rank = |s: &Search, cands: &mut Vec<usize>| {
-            let q = s.completed_q(s.root);
-            let max_n = s.children(s.root).iter().map(|c| c.visits).max().unwrap_or(0);
+            let q = s.completed_q(ROOT);
+            let max_n = s.children(ROOT).iter().map(|c| c.visits).max().unwrap_or(0);
             cands.sort_by(|&a, &b| score(s, b, &q, max_n).total_cmp(&score(s, a, &q, max_n)));
         };
         // As in the paper, m = min(n, gumbel_actions): never more candidates than visits.
@@ -939,21 +1260,26 @@ impl Search {
 
     /// The current result without searching more.
     pub fn result(&self, playouts: u64) -> SearchResult {
-        let root = &self.nodes[self.root as usize];
-        let visits: Vec<(Move, u32)> = self.children(self.root).iter().map(|c| (c.mv, c.visits)).collect();
-        let (value, proven) = match root.proof {
-            Proof::Win => (-1.0, true),
-            Proof::Loss => (1.0, true),
-            Proof::Draw => (0.0, true),
-            Proof::Unknown if root.visits > 0 => (-root.value_sum / root.visits as f32, false),
-            Proof::Unknown => (0.0, false),
+        let root = &self.nodes[ROOT as usize];
+        let visits: Vec<(Move, u32)> = self.children(ROOT).iter().map(|c| (c.mv, c.visits)).collect();
+        // The root's proof is from the view of the player who moved into it.
+        let outcome = match root.proof {
+            Proof::Win => Some(Outcome::Loss),
+            Proof::Loss => Some(Outcome::Win),
+            Proof::Draw => Some(Outcome::Draw),
+            Proof::Unknown => None,
         };
-        let mut pv = self.principal_line(self.root);
-        let mut best_move = self.best_child(self.root).map(|c| c.mv);
+        let value = match outcome {
+            Some(o) => outcome_value(o),
+            None if root.visits > 0 => -root.value_sum / root.visits as f32,
+            None => 0.0,
+        };
+        let mut pv = self.principal_line(ROOT);
+        let mut best_move = self.best_child(ROOT).map(|c| c.mv);
         let mut improved_policy = None;
         if self.config.algorithm == Algorithm::Gumbel && root.expanded && root.children > 0 {
-            let kids = self.children(self.root);
-            let pi = self.improved_policy(self.root);
+            let kids = self.children(ROOT);
+            let pi = self.improved_policy(ROOT);
             improved_policy = Some(kids.iter().zip(&pi).map(|(c, &p)| (c.mv, p)).collect());
             // The halving's choice, unless a move is proven to win or the choice is lost.
             let won = kids.iter().any(|c| c.proof == Proof::Win);
@@ -968,15 +1294,86 @@ impl Search {
                 pv.extend(self.principal_line(child));
             }
         }
+        let wdl = match outcome {
+            Some(o) => Some(outcome_wdl(o)),
+            None if self.has_draw && root.visits > 0 => {
+                Some(Wdl::from_value(value, root.draw_sum / root.visits as f32))
+            }
+            None => None,
+        };
+        let solved = outcome.map(|outcome| Solved { outcome, plies: pv.len().max(1) as u32 });
         SearchResult {
+            root_moves: self.root_moves(best_move, &pv),
             best_move,
             visits,
             value: value.clamp(-1.0, 1.0),
             pv,
             playouts,
             root_visits: root.visits as u64,
-            proven,
+            proven: outcome.is_some(),
             improved_policy,
+            wdl,
+            solved,
+            seldepth: self.seldepth,
         }
+    }
+
+    /// Every root move, `best` first (with `best_pv` as its line), then in play order.
+    fn root_moves(&self, best: Option<Move>, best_pv: &[Move]) -> Vec<RootMove> {
+        let first = self.nodes[ROOT as usize].first_child;
+        let mut order: Vec<u32> = (0..self.children(ROOT).len() as u32).map(|i| first + i).collect();
+        order.sort_by(|&a, &b| {
+            let (na, nb) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+            let key = |n: &Node| (Some(n.mv) == best, n.proof == Proof::Win);
+            key(nb).cmp(&key(na)).then_with(|| play_order(nb, na))
+        });
+        order
+            .into_iter()
+            .map(|i| {
+                let c = &self.nodes[i as usize];
+                // A child's proof and values are from the root mover's view.
+                let proven = match c.proof {
+                    Proof::Win => Some(Outcome::Win),
+                    Proof::Loss => Some(Outcome::Loss),
+                    Proof::Draw => Some(Outcome::Draw),
+                    Proof::Unknown => None,
+                };
+                let value = match proven {
+                    Some(o) => Some(outcome_value(o)),
+                    None => (c.visits > 0).then(|| (c.value_sum / c.visits as f32).clamp(-1.0, 1.0)),
+                };
+                let wdl = match (proven, value) {
+                    (Some(o), _) => Some(outcome_wdl(o)),
+                    (None, Some(v)) if self.has_draw => Some(Wdl::from_value(v, c.draw_sum / c.visits as f32)),
+                    _ => None,
+                };
+                let pv = if Some(c.mv) == best && best_pv.first() == Some(&c.mv) {
+                    best_pv.to_vec()
+                } else {
+                    let mut line = vec![c.mv];
+                    line.extend(self.principal_line(i));
+                    line
+                };
+                RootMove { mv: c.mv, visits: c.visits, prior: c.prior, value, wdl, proven, pv }
+            })
+            .collect()
+    }
+}
+
+/// The value of a game result for the player it is of.
+fn outcome_value(o: Outcome) -> f32 {
+    match o {
+        Outcome::Win => 1.0,
+        Outcome::Loss => -1.0,
+        Outcome::Draw => 0.0,
+    }
+}
+
+/// The certain win/draw/loss split of a game result.
+fn outcome_wdl(o: Outcome) -> Wdl {
+    match o {
+        Outcome::Win => Wdl { win: 1.0, draw: 0.0, loss: 0.0 },
+        Outcome::Loss => Wdl { win: 0.0, draw: 0.0, loss: 1.0 },
+        Outcome::Draw => Wdl { win: 0.0, draw: 1.0, loss: 0.0 },
     }
 }

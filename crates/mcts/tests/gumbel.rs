@@ -41,6 +41,7 @@ impl Evaluator for Lure {
             .map(|(p, moves)| Evaluation {
                 policy: moves.iter().map(|&m| if m == self.lure { 100.0 } else { 1.0 }).collect(),
                 value: self.value(p),
+                draw: None,
             })
             .collect()
     }

@@ -1,14 +1,15 @@
-//! Root parallelism: budgets split over the trees, proofs respected, stops obeyed, and the
-//! merge rule.
+//! Tree parallelism: one tree searched by several threads keeps the visit budget exactly,
+//! reuses its subtree, respects proofs, obeys stops, and runs evaluations side by side.
 
-use bredon_mcts::parallel::merge;
-use bredon_mcts::{ParallelSearch, RolloutEvaluator, SearchConfig, SearchLimits, SearchResult, UniformEvaluator};
+use bredon_mcts::{
+    Evaluation, Evaluator, ParallelSearch, RolloutEvaluator, SearchConfig, SearchLimits, UniformEvaluator,
+};
 use bredon_rules::notation::{parse_move, parse_tps};
 use bredon_rules::{Move, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 fn config() -> SearchConfig {
@@ -20,15 +21,15 @@ fn rng(seed: u64) -> ChaCha8Rng {
 }
 
 #[test]
-fn a_visit_budget_is_shared_by_the_trees_and_reused_after_advance() {
+fn a_visit_budget_is_kept_by_the_threads_and_reused_after_advance() {
     let mut search = ParallelSearch::new(Position::new(5).unwrap(), config(), 3);
     let evaluator = RolloutEvaluator { rollouts: 1, max_plies: 100, seed: 1 };
     let limits = SearchLimits { visits: Some(301), ..Default::default() };
     let r = search.run_with(&evaluator, &limits, &mut rng(1), |_| {});
-    assert_eq!(search.root_visits(), 301, "the summed roots stop at the budget");
+    assert_eq!(search.root_visits(), 301, "the root stops at the budget");
     assert_eq!(r.root_visits, 301);
     let summed: u32 = r.visits.iter().map(|&(_, v)| v).sum();
-    assert_eq!(summed as u64, 301 - 3, "each root's first visit is its expansion");
+    assert_eq!(summed as u64, 301 - 1, "the root's first visit is its expansion");
     let best = r.best_move.unwrap();
     assert_eq!(r.pv.first(), Some(&best));
     let most = r.visits.iter().max_by_key(|&&(_, v)| v).unwrap();
@@ -59,7 +60,7 @@ fn a_road_in_one_is_played_and_reported_as_proven() {
 }
 
 #[test]
-fn the_callers_stop_flag_and_deadline_end_every_tree() {
+fn the_callers_stop_flag_and_deadline_end_every_thread() {
     let stop = Arc::new(AtomicBool::new(false));
     let mut search = ParallelSearch::new(Position::new(6).unwrap(), config(), 2);
     let flag = stop.clone();
@@ -84,41 +85,42 @@ fn the_callers_stop_flag_and_deadline_end_every_tree() {
     );
     assert!(t.elapsed() >= Duration::from_millis(140) && t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(r.best_move.is_some());
-    assert!(progress > 0, "the first tree reports progress");
+    assert!(progress > 0, "the calling thread reports progress");
 }
 
-fn result(visits: &[(Move, u32)], value: f32, proven: bool) -> SearchResult {
-    let best = visits.iter().max_by_key(|&&(_, v)| v).map(|&(m, _)| m);
-    SearchResult {
-        visits: visits.to_vec(),
-        value,
-        best_move: best,
-        pv: best.into_iter().collect(),
-        playouts: visits.iter().map(|&(_, v)| v as u64).sum(),
-        root_visits: visits.iter().map(|&(_, v)| v as u64).sum::<u64>() + 1,
-        proven,
-        improved_policy: None,
+/// Counts how many evaluations run at once; each takes a few milliseconds.
+struct Overlap {
+    now: AtomicUsize,
+    most: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+impl Evaluator for Overlap {
+    fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(3));
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        UniformEvaluator.evaluate_batch(positions, legal)
     }
 }
 
 #[test]
-fn merging_sums_visits_avoids_proven_losses_and_prefers_proofs() {
-    let m = |s: &str| parse_move(s, 5).unwrap();
-    let (a, b, c) = (m("a1"), m("b2"), m("c3"));
-    // Summed visits: b2 (40 + 35) beats a1 (60 + 0) and c3.
-    let r1 = result(&[(a, 60), (b, 40), (c, 0)], 0.2, false);
-    let r2 = result(&[(a, 0), (b, 35), (c, 30)], -0.1, false);
-    let merged = merge(&[r1.clone(), r2.clone()], &[vec![], vec![]]);
-    assert_eq!(merged.best_move, Some(b));
-    assert_eq!(merged.visits, vec![(a, 60), (b, 75), (c, 30)]);
-    assert_eq!((merged.playouts, merged.root_visits), (165, 167));
-    assert!((merged.value - (0.2 * 101.0 - 0.1 * 66.0) / 167.0).abs() < 1e-6);
-    assert_eq!(merged.pv, vec![b]);
-    // A move one tree proved lost is never played, however many visits it has.
-    let merged = merge(&[r1.clone(), r2.clone()], &[vec![], vec![b]]);
-    assert_eq!(merged.best_move, Some(a));
-    // A proven win in any tree is played outright.
-    let won = SearchResult { best_move: Some(c), proven: true, value: 1.0, ..result(&[(c, 1)], 1.0, true) };
-    let merged = merge(&[r1, won, r2], &[vec![], vec![], vec![]]);
-    assert_eq!((merged.best_move, merged.proven, merged.value), (Some(c), true, 1.0));
+fn threads_evaluate_side_by_side_in_one_tree() {
+    for threads in [1, 2, 4] {
+        let evaluator = Overlap { now: AtomicUsize::new(0), most: AtomicUsize::new(0), calls: AtomicUsize::new(0) };
+        let mut search = ParallelSearch::new(Position::new(6).unwrap(), config(), threads);
+        let r =
+            search.run_with(&evaluator, &SearchLimits { visits: Some(400), ..Default::default() }, &mut rng(6), |_| {});
+        assert_eq!(r.root_visits, 400);
+        let most = evaluator.most.load(Ordering::SeqCst);
+        assert_eq!(most, threads, "{threads} threads: at most {most} evaluations at once");
+        // One tree: every visit below the root is counted once, in the root's children.
+        let summed: u32 = r.visits.iter().map(|&(_, v)| v).sum();
+        assert_eq!(summed, 399);
+        assert_eq!(r.root_moves.len(), r.visits.len());
+        assert_eq!(r.root_moves[0].mv, r.best_move.unwrap());
+        assert!(r.seldepth >= 2, "seldepth {}", r.seldepth);
+    }
 }

@@ -1,6 +1,6 @@
 //! Behaviour of the search on positions whose right answer the rules can check.
 
-use bredon_mcts::{Evaluation, Evaluator, RolloutEvaluator, Search, SearchConfig, UniformEvaluator};
+use bredon_mcts::{Evaluation, Evaluator, Outcome, RolloutEvaluator, Search, SearchConfig, Solved, UniformEvaluator};
 use bredon_rules::notation::parse_tps;
 use bredon_rules::{GameResult, Move, Position, WinKind};
 use rand::SeedableRng;
@@ -67,7 +67,7 @@ impl Evaluator for Skewed {
                 let mut policy: Vec<f32> = (0..m.len()).map(|i| 1.0 / (1.0 + i as f32)).collect();
                 let t: f32 = policy.iter().sum();
                 policy.iter_mut().for_each(|p| *p /= t);
-                Evaluation { policy, value: 0.1 }
+                Evaluation::new(policy, 0.1)
             })
             .collect()
     }
@@ -167,6 +167,7 @@ impl Evaluator for Lure {
             .map(|(_, moves)| Evaluation {
                 policy: moves.iter().map(|&m| if m == self.0 { 100.0 } else { 1.0 }).collect(),
                 value: 0.0,
+                draw: None,
             })
             .collect()
     }
@@ -231,7 +232,7 @@ impl Evaluator for Sure {
             .map(|m| {
                 let rest = 0.05 / (m.len().max(2) - 1) as f32;
                 let policy = (0..m.len()).map(|i| if i == 0 { 0.95 } else { rest }).collect();
-                Evaluation { policy, value: 0.0 }
+                Evaluation::new(policy, 0.0)
             })
             .collect()
     }
@@ -278,4 +279,42 @@ fn a_clock_search_stops_once_its_move_is_decided_and_plays_the_same_move() {
             assert_eq!(r.root_visits, full.root_visits);
         }
     }
+}
+
+/// Value 0 and a draw probability of one half everywhere.
+struct Drawish;
+
+impl Evaluator for Drawish {
+    fn evaluate_batch(&self, _positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        legal.iter().map(|m| Evaluation { policy: vec![1.0; m.len()], value: 0.0, draw: Some(0.5) }).collect()
+    }
+}
+
+#[test]
+fn wdl_is_backed_up_from_the_evaluators_draw_probability() {
+    let config = SearchConfig { root_noise: false, ..SearchConfig::default() };
+    let mut search = Search::new(Position::new(5).unwrap(), config.clone());
+    let r = search.run(&Drawish, 200, &mut ChaCha8Rng::seed_from_u64(1));
+    let wdl = r.wdl.expect("the evaluator gives draws");
+    assert!((wdl.draw - 0.5).abs() < 1e-3 && (wdl.win - 0.25).abs() < 1e-3, "{wdl:?}");
+    assert_eq!(wdl.per_mille().iter().sum::<u32>(), 1000);
+    // Every root move is listed, the move to play first, each line starting with its move.
+    assert_eq!(r.root_moves.len(), r.visits.len());
+    assert_eq!(Some(r.root_moves[0].mv), r.best_move);
+    assert_eq!(r.root_moves[0].pv, r.pv);
+    assert!(r.root_moves.iter().all(|m| m.pv.first() == Some(&m.mv)));
+    assert!(r.root_moves.windows(2).skip(1).all(|w| w[0].visits >= w[1].visits));
+    // Without draw probabilities there is no WDL to report.
+    let mut plain = Search::new(Position::new(5).unwrap(), config);
+    assert_eq!(plain.run(&UniformEvaluator, 50, &mut ChaCha8Rng::seed_from_u64(1)).wdl, None);
+}
+
+#[test]
+fn a_proven_win_reports_its_length() {
+    // White to move completes the bottom row with d1: solved in one ply, WDL certain.
+    let pos = parse_tps("x4/x4/2,2,2,x/1,1,1,x 1 4").unwrap();
+    let mut search = Search::new(pos, SearchConfig { root_noise: false, ..SearchConfig::default() });
+    let r = search.run(&UniformEvaluator, 50, &mut ChaCha8Rng::seed_from_u64(1));
+    assert_eq!(r.solved, Some(Solved { outcome: Outcome::Win, plies: 1 }));
+    assert_eq!(r.wdl.map(|w| w.per_mille()), Some([1000, 0, 0]));
 }

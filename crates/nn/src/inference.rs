@@ -147,6 +147,7 @@ fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize
         .map(|(i, moves)| Evaluation {
             policy: masked_softmax(&logits[i * p..(i + 1) * p], moves, size),
             value: values[i].clamp(-1.0, 1.0),
+            draw: None,
         })
         .collect()
 }
