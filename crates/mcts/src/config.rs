@@ -77,6 +77,13 @@ pub struct SearchConfig {
     /// parallelism, [`crate::ParallelSearch`]); self-play ignores it (it runs many games at
     /// once instead).
     pub threads: usize,
+    /// Weight of the score utility in PUCT selection (KataGo's): a child's expected final
+    /// flat margin m (komi included, backed up from the evaluator's margin head and the
+    /// exact margins of finished games) adds `score_utility · (2/π) · atan(m /
+    /// score_scale)` to its value. 0 turns it off.
+    pub score_utility: f32,
+    /// The margin, in flats, at which the score utility reaches half its weight.
+    pub score_scale: f32,
 }
 
 impl Default for SearchConfig {
@@ -101,6 +108,8 @@ impl Default for SearchConfig {
             time_management: crate::time::TimeManagement::Fixed,
             stop_when_decided: false,
             threads: 1,
+            score_utility: 0.0,
+            score_scale: 3.0,
         }
     }
 }
@@ -116,6 +125,12 @@ impl SearchConfig {
     #[inline]
     pub fn gumbel_sigma(&self, q: f32, max_visits: u32) -> f32 {
         (self.gumbel_c_visit + max_visits as f32) * self.gumbel_c_scale * (q + 1.0) * 0.5
+    }
+
+    /// The score utility's squashing of a flat margin `m` into (-1, 1).
+    #[inline]
+    pub fn score_utility_of(&self, m: f32) -> f32 {
+        std::f32::consts::FRAC_2_PI * (m / self.score_scale.max(1e-3)).atan()
     }
 
     /// Exploration constant for a parent with `visits` visits.

@@ -14,12 +14,15 @@ pub struct Evaluation {
     /// network with a win/draw/loss head); `None` otherwise. With `value` it gives the
     /// win/draw/loss split: W = (1 + value - draw) / 2, L = (1 - value - draw) / 2.
     pub draw: Option<f32>,
+    /// The expected final flat margin in flats for the side to move, komi included, when
+    /// the evaluator knows it (a network with the flat-margin head); `None` otherwise.
+    pub margin: Option<f32>,
 }
 
 impl Evaluation {
     /// An evaluation without a draw probability.
     pub fn new(policy: Vec<f32>, value: f32) -> Evaluation {
-        Evaluation { policy, value, draw: None }
+        Evaluation { policy, value, draw: None, margin: None }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod baseline;
 pub mod config;
 pub mod evaluator;
 pub mod parallel;
+pub mod play;
 pub mod search;
 pub mod time;
 
@@ -24,5 +25,6 @@ pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use parallel::ParallelSearch;
+pub use play::{Budget, PlaySearch, Progress, play_config, search_once};
 pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl};
-pub use time::{TimeManagement, clock_budget, expected_moves_left, move_budget};
+pub use time::{Clock, TimeManagement, clock_budget, expected_moves_left, move_budget};

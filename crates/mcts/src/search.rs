@@ -35,6 +35,10 @@ struct Node {
     /// Sum of draw probabilities (1 per drawn finished game, the evaluator's estimate at a
     /// leaf, 0 where it gives none).
     draw_sum: f32,
+    /// Sum of final flat margins (komi included) from the view of the player who moved
+    /// into this node: exact for finished games, the evaluator's estimate at a leaf, 0
+    /// where it gives none.
+    margin_sum: f32,
     in_flight: u32,
     first_child: u32,
     children: u16,
@@ -53,6 +57,7 @@ impl Node {
             visits: 0,
             value_sum: 0.0,
             draw_sum: 0.0,
+            margin_sum: 0.0,
             in_flight: 0,
             first_child: NONE,
             children: 0,
@@ -152,6 +157,9 @@ pub struct RootMove {
     pub wdl: Option<Wdl>,
     /// A result the search proved for this move, from the root mover's view.
     pub proven: Option<Outcome>,
+    /// The expected final flat margin after this move for the root mover, when visited
+    /// and the evaluator gives margins.
+    pub margin: Option<f32>,
     /// The principal variation starting with this move.
     pub pv: Vec<Move>,
 }
@@ -183,6 +191,9 @@ pub struct SearchResult {
     pub wdl: Option<Wdl>,
     /// The proven result and its length, when `proven`.
     pub solved: Option<Solved>,
+    /// The expected final flat margin in flats for the side to move at the root (komi
+    /// included), when the evaluator gives margins.
+    pub margin: Option<f32>,
     /// Every root move, the move to play first, then by the same order `best_move`
     /// uses (proven wins, visits, value, prior).
     pub root_moves: Vec<RootMove>,
@@ -230,6 +241,25 @@ struct Leaf {
     losing: Vec<u16>,
 }
 
+/// What one playout adds along its path, from the view of the player who moved into its
+/// last node.
+struct Backup {
+    value: f32,
+    draw: f32,
+    margin: f32,
+}
+
+/// The final flat margin of a finished game (komi included) for the player who made its
+/// last move, the auxiliary target the margin head learns.
+fn final_margin(pos: &Position) -> f32 {
+    let (white, black) = pos.flat_counts();
+    let margin = white as f32 - black as f32 - pos.half_komi() as f32 / 2.0;
+    match pos.side_to_move().opposite() {
+        bredon_rules::Color::White => margin,
+        bredon_rules::Color::Black => -margin,
+    }
+}
+
 /// Leaves gathered by one round of descents, waiting for the evaluator.
 struct Batch {
     leaves: Vec<Leaf>,
@@ -247,6 +277,23 @@ impl Batch {
         let legal: Vec<&[Move]> = self.leaves.iter().map(|l| l.moves.as_slice()).collect();
         evaluator.evaluate_batch(&positions, &legal)
     }
+}
+
+/// Where the descents of one gathering round start.
+#[derive(Clone, Copy)]
+enum Descents<'a> {
+    /// Up to this many descents from the root, by the selection rule all the way.
+    FromRoot(usize),
+    /// One descent through each of these root children (sequential halving's choice).
+    Through(&'a [u32]),
+}
+
+/// A leaf reached by a descent.
+enum LeafState {
+    /// Its value is known without the evaluator: a finished game or a tactical proof.
+    Decided(Proof),
+    /// To be evaluated; these moves (indices) lose at once.
+    Fresh { losing: Vec<u16> },
 }
 
 /// What the rules alone say about a leaf before the network is asked.
@@ -380,7 +427,7 @@ fn shared_worker<E: Evaluator + ?Sized>(
             let room = stopper.room(s.tree);
             let batch = if room > 0 {
                 let leaf_batch = s.tree.config.leaf_batch.max(1) as u64;
-                s.tree.gather(room.min(leaf_batch) as usize, &[])
+                s.tree.gather(Descents::FromRoot(room.min(leaf_batch) as usize))
             } else {
                 Batch { leaves: Vec::new(), paths: Vec::new(), done: 0 }
             };
@@ -413,6 +460,194 @@ fn shared_worker<E: Evaluator + ?Sized>(
     }
 }
 
+/// What sequential halving asks of the next step of a phase.
+enum NextBatch {
+    /// Visit these root children, one playout each.
+    Visit(Vec<u32>),
+    /// Every candidate has its visits for this phase.
+    PhaseDone,
+    /// The visit limit is reached.
+    BudgetSpent,
+}
+
+/// Gumbel AlphaZero's sequential halving at the root: `m` candidates drawn by
+/// Gumbel-top-k, each phase giving every candidate an equal share of the budget left, then
+/// keeping the better half by `g + logits + σ(completed Q)`, until one is left.
+///
+/// The budget is the visit limit when there is one; under a deadline it is re-estimated
+/// before every phase from the playout rate so far; with neither (`go infinite`), or when
+/// budget is left after the halving ends, a new cycle starts among the best candidates
+/// with a budget as large as the root's visits so far (so cycles double).
+struct Halving<'l> {
+    limits: &'l SearchLimits,
+    /// The root's first child and number of children.
+    first: u32,
+    k: usize,
+    /// Candidates per cycle.
+    m: usize,
+    /// Gumbel noise per root child (0 without root noise: matches).
+    noise: Vec<f32>,
+    /// The candidates still in the running (child indices), best first after a ranking.
+    cands: Vec<usize>,
+    /// Root visits when the cycle started, and the cycle's budget.
+    cycle_start: u64,
+    cycle_budget: u64,
+}
+
+impl<'l> Halving<'l> {
+    /// The first cycle's candidates at the expanded root of `tree`, `None` if the root has
+    /// no moves.
+    fn new(tree: &Search, limits: &'l SearchLimits, rng: &mut impl Rng) -> Option<Halving<'l>> {
+        let root = &tree.nodes[ROOT as usize];
+        let (first, k) = (root.first_child, root.children as usize);
+        if k == 0 {
+            return None;
+        }
+        // Gumbel noise only where the search explores (self-play); matches use g = 0.
+        let noise: Vec<f32> = (0..k)
+            .map(|_| {
+                if tree.config.root_noise {
+                    let u: f32 = rng.random::<f32>().clamp(1e-12, 1.0 - 1e-7);
+                    -(-u.ln()).ln()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let root_visits = root.visits as u64;
+        // As in the paper, m = min(n, gumbel_actions): never more candidates than visits.
+        let budget_now = limits.visits.map_or(u64::MAX, |v| v.saturating_sub(root_visits));
+        let m = tree.config.gumbel_actions.min(k).min(budget_now.max(2) as usize).max(1);
+        let mut halving =
+            Halving { limits, first, k, m, noise, cands: (0..k).collect(), cycle_start: root_visits, cycle_budget: 0 };
+        // Gumbel-top-k: before any visit, σ is the same for every move.
+        let prior_score = |h: &Halving, i: usize| h.noise[i] + h.logit(tree, i);
+        let mut cands = std::mem::take(&mut halving.cands);
+        cands.sort_by(|&a, &b| prior_score(&halving, b).total_cmp(&prior_score(&halving, a)));
+        let open: Vec<usize> = cands.iter().copied().filter(|&i| halving.child(tree, i).proof != Proof::Loss).collect();
+        if !open.is_empty() {
+            cands = open;
+        }
+        cands.truncate(m);
+        halving.cands = cands;
+        halving.cycle_budget = limits.visits.map_or((4 * m as u64).max(root_visits), |v| v.saturating_sub(root_visits));
+        Some(halving)
+    }
+
+    fn child<'t>(&self, tree: &'t Search, i: usize) -> &'t Node {
+        &tree.nodes[self.first as usize + i]
+    }
+
+    fn logit(&self, tree: &Search, i: usize) -> f32 {
+        self.child(tree, i).prior.max(1e-30).ln()
+    }
+
+    /// The score halving ranks by and the final choice maximises.
+    fn score(&self, tree: &Search, i: usize, q: &[f32], max_n: u32) -> f32 {
+        if self.child(tree, i).proof == Proof::Loss {
+            return f32::NEG_INFINITY;
+        }
+        self.noise[i] + self.logit(tree, i) + tree.config.gumbel_sigma(q[i], max_n)
+    }
+
+    /// Orders the candidates best first.
+    fn rank(&mut self, tree: &Search) {
+        let q = tree.completed_q(ROOT);
+        let max_n = tree.children(ROOT).iter().map(|c| c.visits).max().unwrap_or(0);
+        let mut cands = std::mem::take(&mut self.cands);
+        cands.sort_by(|&a, &b| self.score(tree, b, &q, max_n).total_cmp(&self.score(tree, a, &q, max_n)));
+        self.cands = cands;
+    }
+
+    /// The leading candidate's move.
+    fn leader(&self, tree: &Search) -> Option<Move> {
+        self.cands.first().map(|&i| self.child(tree, i).mv)
+    }
+
+    /// The visit count each candidate should reach in this phase: its visits plus an
+    /// equal share of the budget left for the phases still to come.
+    fn phase_targets(&self, tree: &Search, stopper: &Stopper<'_>, playouts: u64) -> Vec<u64> {
+        let limits = self.limits;
+        let root_visits = tree.root_visits() as u64;
+        let n = self.cands.len() as u64;
+        let phases = (usize::BITS - (self.cands.len() - 1).leading_zeros()).max(1) as u64;
+        let remaining = match (limits.visits, limits.deadline) {
+            (Some(v), None) => v.saturating_sub(root_visits),
+            (v, Some(d)) => {
+                let elapsed = stopper.start.elapsed().as_secs_f64();
+                let est = if playouts >= 8 && elapsed > 0.0 {
+                    (playouts as f64 / elapsed * d.saturating_duration_since(Instant::now()).as_secs_f64()) as u64
+                } else {
+                    n // a first phase of one visit each measures the rate
+                };
+                v.map_or(est, |v| est.min(v.saturating_sub(root_visits)))
+            }
+            (None, None) => (self.cycle_start + self.cycle_budget).saturating_sub(root_visits),
+        };
+        let per = if n <= 2 { remaining / n } else { remaining / (phases * n) }.max(1);
+        self.cands.iter().map(|&i| self.child(tree, i).visits as u64 + per).collect()
+    }
+
+    /// The root children to visit in the next step: the candidates short of their
+    /// `targets`, in turn, up to a leaf batch and the visits left.
+    fn next_batch(&self, tree: &Search, targets: &[u64]) -> NextBatch {
+        let room = self.limits.visits.map(|v| v.saturating_sub(tree.root_visits() as u64) as usize);
+        if room == Some(0) {
+            return NextBatch::BudgetSpent;
+        }
+        let batch = tree.config.leaf_batch.max(1);
+        let mut want: Vec<u64> = self
+            .cands
+            .iter()
+            .zip(targets)
+            .map(|(&i, &t)| t.saturating_sub(self.child(tree, i).visits as u64))
+            .collect();
+        let mut forced = Vec::with_capacity(batch);
+        while forced.len() < batch {
+            let mut any = false;
+            for (j, &i) in self.cands.iter().enumerate() {
+                // A proven move needs no more visits (and a terminal child's visits would
+                // only inflate its count).
+                if want[j] > 0 && forced.len() < batch && !self.child(tree, i).terminal {
+                    forced.push(self.first + i as u32);
+                    want[j] -= 1;
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        if let Some(room) = room {
+            forced.truncate(room);
+        }
+        if forced.is_empty() { NextBatch::PhaseDone } else { NextBatch::Visit(forced) }
+    }
+
+    /// Ends a phase: keeps the better half of the candidates, or when one is left starts
+    /// a new cycle among the best moves that can still learn from visits. `false`: no
+    /// candidate can (every move is proven), the search is over.
+    fn end_phase(&mut self, tree: &Search) -> bool {
+        self.rank(tree);
+        if self.cands.len() > 1 {
+            self.cands.truncate(self.cands.len().div_ceil(2));
+            return true;
+        }
+        let best = self.cands[0];
+        self.cands = (0..self.k).filter(|&i| !self.child(tree, i).terminal).collect();
+        if self.cands.is_empty() {
+            self.cands = vec![best];
+            return false;
+        }
+        self.rank(tree);
+        self.cands.truncate(self.m);
+        self.cycle_start = tree.root_visits() as u64;
+        self.cycle_budget =
+            self.limits.visits.map_or(self.cycle_start.max(4 * self.m as u64), |v| v.saturating_sub(self.cycle_start));
+        true
+    }
+}
+
 /// The order in which moves are worth playing, worst first (for `max_by`), proven wins
 /// aside: most visits among moves not proven lost; equal visits (common with a flat policy
 /// and few visits) are split by the mean value, then the prior. Among proven losses (a
@@ -434,6 +669,8 @@ pub struct Search {
     gumbel_choice: Option<Move>,
     /// Whether an evaluation has given a draw probability (so the tree's WDL is known).
     has_draw: bool,
+    /// Whether an evaluation has given a flat margin (so the tree's margin is known).
+    has_margin: bool,
     /// The deepest ply below the root reached since the last search started.
     seldepth: u32,
     // Scratch buffers reused across playouts.
@@ -453,6 +690,7 @@ impl Search {
             noise_applied: false,
             gumbel_choice: None,
             has_draw: false,
+            has_margin: false,
             seldepth: 0,
             path: Vec::new(),
             move_buf: Vec::new(),
@@ -493,16 +731,6 @@ impl Search {
         }
         let n = &self.nodes[node as usize];
         n.expanded.then(|| self.children(node).iter().map(|c| (c.mv, c.prior)).collect())
-    }
-
-    /// The root moves proven to lose (for merging several trees' results).
-    pub fn root_lost_moves(&self) -> Vec<Move> {
-        self.children(ROOT).iter().filter(|c| c.proof == Proof::Loss).map(|c| c.mv).collect()
-    }
-
-    /// Nodes held by the tree.
-    pub fn tree_size(&self) -> usize {
-        self.nodes.len()
     }
 
     /// Plays `mv` at the root, keeping its subtree (compacted into a fresh arena).
@@ -581,7 +809,8 @@ impl Search {
                 self.apply_noise(rng);
             }
             let room = stopper.room(self);
-            let done = self.step(evaluator, room.min(self.config.leaf_batch.max(1) as u64) as usize, &[]);
+            let done =
+                self.step(evaluator, Descents::FromRoot(room.min(self.config.leaf_batch.max(1) as u64) as usize));
             if done == 0 {
                 break;
             }
@@ -646,7 +875,7 @@ impl Search {
     /// Expands the root if it is not, whatever the limits, so that every search returns a
     /// move. Returns the playouts done (0 or 1).
     fn expand_root<E: Evaluator + ?Sized>(&mut self, evaluator: &E) -> u64 {
-        if self.nodes[ROOT as usize].expanded { 0 } else { self.step(evaluator, 1, &[]) as u64 }
+        if self.nodes[ROOT as usize].expanded { 0 } else { self.step(evaluator, Descents::FromRoot(1)) as u64 }
     }
 
     /// What every search does first: a finished game or a root the rules decide (an
@@ -707,6 +936,7 @@ impl Search {
                 value: Some(1.0),
                 wdl: Some(won),
                 proven: Some(Outcome::Win),
+                margin: None,
                 pv: vec![mv],
             })
             .collect();
@@ -721,6 +951,7 @@ impl Search {
             improved_policy: None,
             wdl: Some(won),
             solved: Some(Solved { outcome: Outcome::Win, plies }),
+            margin: None,
             root_moves,
             seldepth: 0,
         })
@@ -747,12 +978,10 @@ impl Search {
         }
     }
 
-    /// One round: gathers up to `max_leaves` leaves, evaluates them in one batch, backs
-    /// up. Returns the number of playouts completed (terminal ones included). With
-    /// `forced` non-empty, playout `i` goes through root child `forced[i]` (at most
-    /// `forced.len()` playouts).
-    fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, max_leaves: usize, forced: &[u32]) -> usize {
-        let batch = self.gather(max_leaves, forced);
+    /// One round: gathers leaves by `descents`, evaluates them in one batch, backs up.
+    /// Returns the number of playouts completed (tactically decided ones included).
+    fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &E, descents: Descents<'_>) -> usize {
+        let batch = self.gather(descents);
         if batch.leaves.is_empty() {
             return batch.done;
         }
@@ -760,120 +989,138 @@ impl Search {
         self.apply(batch, evals)
     }
 
-    /// Descends from the root up to `max_leaves` times (through root child `forced[i]` on
-    /// descent `i` when `forced` is non-empty): a descent that ends in a finished game or a
+    /// Descends as `descents` says: a descent that ends in a finished game or a
     /// tactically decided position is backed up at once; one that reaches a fresh leaf
-    /// marks its path in flight (virtual loss) and queues the leaf for the evaluator. Stops
-    /// early when a descent runs into a leaf already in flight.
-    fn gather(&mut self, max_leaves: usize, forced: &[u32]) -> Batch {
-        let max_leaves = if forced.is_empty() { max_leaves } else { forced.len() };
+    /// marks its path in flight (virtual loss) and queues the leaf for the evaluator.
+    /// Stops early when a descent runs into a leaf already in flight.
+    fn gather(&mut self, descents: Descents<'_>) -> Batch {
+        let max_leaves = match descents {
+            Descents::FromRoot(n) => n,
+            Descents::Through(children) => children.len(),
+        };
         let mut leaves: Vec<Leaf> = Vec::with_capacity(max_leaves);
         let mut paths = Vec::new();
         let mut done = 0;
         let mut attempts = 0;
         while leaves.len() + done < max_leaves && attempts < max_leaves * 2 {
             attempts += 1;
-            let mut pos = self.root_pos.clone();
-            self.path.clear();
-            let mut node = ROOT;
-            self.path.push(node);
-            if !forced.is_empty() {
-                let Some(&child) = forced.get(attempts - 1) else { break };
-                pos.make(self.nodes[child as usize].mv);
-                node = child;
-                self.path.push(node);
-            }
-            let collision = loop {
-                let n = &self.nodes[node as usize];
-                if n.terminal {
-                    break false;
-                }
-                if !n.expanded {
-                    if n.in_flight > 0 {
-                        break true;
-                    }
-                    if let Some(r) = pos.result() {
-                        let mover = pos.side_to_move().opposite();
-                        let nn = &mut self.nodes[node as usize];
-                        nn.terminal = true;
-                        let s = r.score_for(mover);
-                        nn.proof = if s > 0.0 {
-                            Proof::Win
-                        } else if s < 0.0 {
-                            Proof::Loss
-                        } else {
-                            Proof::Draw
-                        };
-                    }
-                    break false;
-                }
-                let child = self.select_child(node);
-                pos.make(self.nodes[child as usize].mv);
-                node = child;
-                self.path.push(node);
+            let through = match descents {
+                Descents::FromRoot(_) => None,
+                Descents::Through(children) => match children.get(attempts - 1) {
+                    Some(&child) => Some(child),
+                    None => break,
+                },
             };
-            if collision {
-                break;
-            }
+            let Some((leaf, mut pos)) = self.descend(through) else {
+                break; // ran into a pending leaf
+            };
             self.seldepth = self.seldepth.max(self.path.len() as u32 - 1);
-            let leaf = node;
-            let mut losing = Vec::new();
-            if !self.nodes[leaf as usize].terminal {
-                self.move_buf.clear();
-                pos.generate_moves(&mut self.move_buf);
-                if self.config.tactics {
-                    // The root is always expanded, so that it has moves to choose from
-                    // (its immediate wins were handled before the search).
-                    let at_root = leaf == ROOT;
-                    let proof = match leaf_tactics(&mut pos, &self.move_buf) {
-                        LeafTactics::Open(l) => {
-                            losing = l;
-                            Proof::Unknown
-                        }
-                        LeafTactics::MoverLoses if at_root => {
-                            losing = (0..self.move_buf.len() as u16).collect();
-                            Proof::Unknown
-                        }
-                        LeafTactics::MoverWins if at_root => Proof::Unknown,
-                        LeafTactics::MoverWins => Proof::Loss,
-                        LeafTactics::MoverLoses => Proof::Win,
+            match self.classify_leaf(leaf, &mut pos) {
+                LeafState::Decided(proof) => {
+                    let (value, draw) = match proof {
+                        Proof::Win => (1.0, 0.0),
+                        Proof::Loss => (-1.0, 0.0),
+                        Proof::Draw => (0.0, 1.0),
+                        Proof::Unknown => (0.0, 0.0),
                     };
-                    if proof != Proof::Unknown {
-                        let n = &mut self.nodes[leaf as usize];
-                        n.terminal = true;
-                        n.proof = proof;
+                    let path = std::mem::take(&mut self.path);
+                    self.backup(&path, Backup { value, draw, margin: final_margin(&pos) });
+                    self.path = path;
+                    done += 1;
+                }
+                LeafState::Fresh { losing } => {
+                    // Mark the path in flight and queue the leaf.
+                    for &p in &self.path {
+                        self.nodes[p as usize].in_flight += 1;
                     }
+                    let start = paths.len();
+                    paths.extend_from_slice(&self.path);
+                    leaves.push(Leaf {
+                        node: leaf,
+                        path_start: start,
+                        path_len: self.path.len(),
+                        position: pos,
+                        moves: self.move_buf.clone(),
+                        losing,
+                    });
                 }
             }
-            if self.nodes[leaf as usize].terminal {
-                let v = match self.nodes[leaf as usize].proof {
-                    Proof::Win => 1.0,
-                    Proof::Loss => -1.0,
-                    _ => 0.0,
-                };
-                let draw = if self.nodes[leaf as usize].proof == Proof::Draw { 1.0 } else { 0.0 };
-                let path = std::mem::take(&mut self.path);
-                self.backup(&path, v, draw);
-                self.path = path;
-                done += 1;
-                continue;
-            }
-            // A fresh leaf: mark the path in flight and queue it.
-            for &p in &self.path {
-                self.nodes[p as usize].in_flight += 1;
-            }
-            let start = paths.len();
-            paths.extend_from_slice(&self.path);
-            leaves.push(Leaf {
-                node: leaf,
-                path_start: start,
-                path_len: self.path.len(),
-                position: pos,
-                moves: self.move_buf.clone(),
-                losing,
-            });
         }
         Batch { leaves, paths, done }
+    }
+
+    /// Walks from the root (through root child `through`, if given) by the selection rule
+    /// to a terminal node or an unexpanded one, recording the path in `self.path`. A leaf
+    /// that is a finished game is marked terminal with its proof. Returns the leaf and its
+    /// position, or `None` when the walk ends at a leaf already in flight.
+    fn descend(&mut self, through: Option<u32>) -> Option<(u32, Position)> {
+        let mut pos = self.root_pos.clone();
+        self.path.clear();
+        let mut node = ROOT;
+        self.path.push(node);
+        if let Some(child) = through {
+            pos.make(self.nodes[child as usize].mv);
+            node = child;
+            self.path.push(node);
+        }
+        loop {
+            let n = &self.nodes[node as usize];
+            if n.terminal {
+                return Some((node, pos));
+            }
+            if !n.expanded {
+                if n.in_flight > 0 {
+                    return None;
+                }
+                if let Some(r) = pos.result() {
+                    let s = r.score_for(pos.side_to_move().opposite());
+                    let nn = &mut self.nodes[node as usize];
+                    nn.terminal = true;
+                    nn.proof = if s > 0.0 {
+                        Proof::Win
+                    } else if s < 0.0 {
+                        Proof::Loss
+                    } else {
+                        Proof::Draw
+                    };
+                }
+                return Some((node, pos));
+            }
+            let child = self.select_child(node);
+            pos.make(self.nodes[child as usize].mv);
+            node = child;
+            self.path.push(node);
+        }
+    }
+
+    /// What the leaf reached by a descent is: decided (terminal, or proven by the rules'
+    /// tactical checks, which mark it terminal) or fresh, its legal moves then in
+    /// `self.move_buf` and the indices of those that lose at once returned.
+    fn classify_leaf(&mut self, leaf: u32, pos: &mut Position) -> LeafState {
+        if self.nodes[leaf as usize].terminal {
+            return LeafState::Decided(self.nodes[leaf as usize].proof);
+        }
+        self.move_buf.clear();
+        pos.generate_moves(&mut self.move_buf);
+        if !self.config.tactics {
+            return LeafState::Fresh { losing: Vec::new() };
+        }
+        // The root is always expanded, so that it has moves to choose from (its immediate
+        // wins were handled before the search).
+        let at_root = leaf == ROOT;
+        let proof = match leaf_tactics(pos, &self.move_buf) {
+            LeafTactics::Open(losing) => return LeafState::Fresh { losing },
+            LeafTactics::MoverLoses if at_root => {
+                return LeafState::Fresh { losing: (0..self.move_buf.len() as u16).collect() };
+            }
+            LeafTactics::MoverWins if at_root => return LeafState::Fresh { losing: Vec::new() },
+            LeafTactics::MoverWins => Proof::Loss,
+            LeafTactics::MoverLoses => Proof::Win,
+        };
+        let n = &mut self.nodes[leaf as usize];
+        n.terminal = true;
+        n.proof = proof;
+        LeafState::Decided(proof)
     }
 
     /// Expands and backs up the leaves of `batch` with their evaluations. Returns the
@@ -898,7 +1145,17 @@ impl Search {
             }
             // The evaluator's value is for the side to move at the leaf; the node stores
             // values for the player who moved into it.
-            self.backup(path, -ev.value.clamp(-1.0, 1.0), ev.draw.unwrap_or(0.0).clamp(0.0, 1.0));
+            if ev.margin.is_some() {
+                self.has_margin = true;
+            }
+            self.backup(
+                path,
+                Backup {
+                    value: -ev.value.clamp(-1.0, 1.0),
+                    draw: ev.draw.unwrap_or(0.0).clamp(0.0, 1.0),
+                    margin: -ev.margin.filter(|m| m.is_finite()).unwrap_or(0.0),
+                },
+            );
             done += 1;
         }
         done
@@ -920,14 +1177,16 @@ impl Search {
 
     /// Adds `value` (for the player who moved into the last node of `path`) along the path,
     /// flipping sign each ply, then propagates proofs upwards.
-    fn backup(&mut self, path: &[u32], value: f32, draw: f32) {
-        let mut v = value;
+    fn backup(&mut self, path: &[u32], b: Backup) {
+        let (mut v, mut m) = (b.value, b.margin);
         for &p in path.iter().rev() {
             let n = &mut self.nodes[p as usize];
             n.visits += 1;
             n.value_sum += v;
-            n.draw_sum += draw;
+            n.draw_sum += b.draw;
+            n.margin_sum += m;
             v = -v;
+            m = -m;
         }
         // Proof propagation: a node whose mover-to-play has a winning child is lost for the
         // player who moved into it; a node all of whose children lose is won.
@@ -970,6 +1229,9 @@ impl Search {
         let visited_mass: f32 = kids.iter().filter(|c| c.visits > 0).map(|c| c.prior).sum();
         let fpu = parent_q - self.config.fpu_reduction * visited_mass.sqrt();
         let vl = self.config.virtual_loss;
+        // Score utility: the expected flat margin, squashed, added to the value.
+        let su = self.config.score_utility;
+        let parent_margin = if n.visits > 0 { -n.margin_sum / n.visits as f32 } else { 0.0 };
         let mut best = first;
         let mut best_score = f32::NEG_INFINITY;
         for (i, ch) in kids.iter().enumerate() {
@@ -979,7 +1241,13 @@ impl Search {
                 Proof::Draw => 0.0,
                 _ => {
                     let n_eff = ch.visits as f32 + ch.in_flight as f32 * vl;
-                    if n_eff > 0.0 { (ch.value_sum - ch.in_flight as f32 * vl) / n_eff } else { fpu }
+                    let q = if n_eff > 0.0 { (ch.value_sum - ch.in_flight as f32 * vl) / n_eff } else { fpu };
+                    if su != 0.0 {
+                        let m = if ch.visits > 0 { ch.margin_sum / ch.visits as f32 } else { parent_margin };
+                        q + su * self.config.score_utility_of(m)
+                    } else {
+                        q
+                    }
                 }
             };
             let u = c * ch.prior * sqrt_n / (1.0 + ch.visits as f32 + ch.in_flight as f32);
@@ -1011,13 +1279,8 @@ impl Search {
     }
 
     /// Gumbel AlphaZero's root search: Gumbel-top-k candidates, sequential halving of
-    /// the budget among them, the final choice by `g + logits + σ(completed Q)`.
-    ///
-    /// The budget is the visit limit when there is one; under a deadline it is
-    /// re-estimated before every halving phase from the playout rate so far; with
-    /// neither (`go infinite`), or when budget is left after the halving ends, a new
-    /// halving cycle starts among the best candidates with a budget as large as the
-    /// root's visits so far (so cycles double).
+    /// the budget among them ([`Halving`]), the final choice by `g + logits + σ(completed
+    /// Q)`.
     fn run_gumbel<E: Evaluator + ?Sized>(
         &mut self,
         evaluator: &E,
@@ -1025,119 +1288,25 @@ impl Search {
         rng: &mut impl Rng,
         mut on_progress: impl FnMut(&SearchResult),
     ) -> SearchResult {
-        let start = Instant::now();
-        let mut last_progress = start;
-        let mut playouts = 0u64;
-        let root_visits = |s: &Search| s.nodes[ROOT as usize].visits as u64;
         let stopper = Stopper::new(limits);
-        let out_of_budget = |s: &Search| stopper.stop_reason(s).is_some();
+        let mut last_progress = stopper.start;
         // The root is always expanded, whatever the limits: a search returns a move.
-        playouts += self.expand_root(evaluator);
-        let root = &self.nodes[ROOT as usize];
-        let (first, k) = (root.first_child, root.children as usize);
-        if k == 0 {
+        let mut playouts = self.expand_root(evaluator);
+        let Some(mut halving) = Halving::new(self, limits, rng) else {
             return self.result(playouts);
-        }
-        // Gumbel noise only where the search explores (self-play); matches use g = 0.
-        let noise: Vec<f32> = (0..k)
-            .map(|_| {
-                if self.config.root_noise {
-                    let u: f32 = rng.random::<f32>().clamp(1e-12, 1.0 - 1e-7);
-                    -(-u.ln()).ln()
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let logit = |s: &Search, i: usize| s.nodes[first as usize + i].prior.max(1e-30).ln();
-        // The score that halving ranks by and the final choice maximises.
-        let score = |s: &Search, i: usize, q: &[f32], max_n: u32| {
-            if s.nodes[first as usize + i].proof == Proof::Loss {
-                return f32::NEG_INFINITY;
-            }
-            noise[i] + logit(s, i) + s.config.gumbel_sigma(q[i], max_n)
         };
-        let rank = |s: &Search, cands: &mut Vec<usize>| {
-            let q = s.completed_q(ROOT);
-            let max_n = s.children(ROOT).iter().map(|c| c.visits).max().unwrap_or(0);
-            cands.sort_by(|&a, &b| score(s, b, &q, max_n).total_cmp(&score(s, a, &q, max_n)));
-        };
-        // As in the paper, m = min(n, gumbel_actions): never more candidates than visits.
-        let budget_now = limits.visits.map_or(u64::MAX, |v| v.saturating_sub(root_visits(self)));
-        let m = self.config.gumbel_actions.min(k).min(budget_now.max(2) as usize).max(1);
-        let mut cands: Vec<usize> = (0..k).collect();
-        // Gumbel-top-k: before any visit, σ is the same for every move.
-        cands.sort_by(|&a, &b| (noise[b] + logit(self, b)).total_cmp(&(noise[a] + logit(self, a))));
-        let open: Vec<usize> =
-            cands.iter().copied().filter(|&i| self.nodes[first as usize + i].proof != Proof::Loss).collect();
-        if !open.is_empty() {
-            cands = open;
-        }
-        cands.truncate(m);
-        let mut cycle_start = root_visits(self);
-        let mut cycle_budget = limits.visits.map_or((4 * m as u64).max(cycle_start), |v| v.saturating_sub(cycle_start));
-        'search: while !out_of_budget(self) {
-            // One halving phase among `cands`.
-            let phases = (usize::BITS - (cands.len() - 1).leading_zeros()).max(1) as u64;
-            let remaining = match (limits.visits, limits.deadline) {
-                (Some(v), _) if limits.deadline.is_none() => v.saturating_sub(root_visits(self)),
-                (v, Some(d)) => {
-                    let elapsed = start.elapsed().as_secs_f64();
-                    let est = if playouts >= 8 && elapsed > 0.0 {
-                        (playouts as f64 / elapsed * d.saturating_duration_since(Instant::now()).as_secs_f64()) as u64
-                    } else {
-                        cands.len() as u64 // a first phase of one visit each measures the rate
-                    };
-                    v.map_or(est, |v| est.min(v.saturating_sub(root_visits(self))))
-                }
-                _ => (cycle_start + cycle_budget).saturating_sub(root_visits(self)),
-            };
-            let per = if cands.len() <= 2 {
-                remaining / cands.len() as u64
-            } else {
-                remaining / (phases * cands.len() as u64)
-            }
-            .max(1);
-            let targets: Vec<u64> = cands.iter().map(|&i| self.nodes[first as usize + i].visits as u64 + per).collect();
+        'search: while stopper.stop_reason(self).is_none() {
+            let targets = halving.phase_targets(self, &stopper, playouts);
             loop {
-                if out_of_budget(self) {
+                if stopper.stop_reason(self).is_some() {
                     break 'search;
                 }
-                let batch = self.config.leaf_batch.max(1);
-                let mut forced = Vec::with_capacity(batch);
-                let mut want: Vec<u64> = cands
-                    .iter()
-                    .zip(&targets)
-                    .map(|(&i, &t)| t.saturating_sub(self.nodes[first as usize + i].visits as u64))
-                    .collect();
-                if let Some(v) = limits.visits {
-                    let room = v.saturating_sub(root_visits(self)) as usize;
-                    if room == 0 {
-                        break 'search;
-                    }
-                }
-                'fill: while forced.len() < batch {
-                    let mut any = false;
-                    for (j, &i) in cands.iter().enumerate() {
-                        // A proven move needs no more visits (and a terminal child's
-                        // visits would only inflate its count).
-                        if want[j] > 0 && forced.len() < batch && !self.nodes[first as usize + i].terminal {
-                            forced.push(first + i as u32);
-                            want[j] -= 1;
-                            any = true;
-                        }
-                    }
-                    if !any {
-                        break 'fill;
-                    }
-                }
-                if let Some(v) = limits.visits {
-                    forced.truncate(v.saturating_sub(root_visits(self)) as usize);
-                }
-                if forced.is_empty() {
-                    break; // phase done
-                }
-                let done = self.step(evaluator, forced.len(), &forced);
+                let forced = match halving.next_batch(self, &targets) {
+                    NextBatch::Visit(forced) => forced,
+                    NextBatch::PhaseDone => break,
+                    NextBatch::BudgetSpent => break 'search,
+                };
+                let done = self.step(evaluator, Descents::Through(&forced));
                 if done == 0 {
                     break 'search;
                 }
@@ -1146,30 +1315,16 @@ impl Search {
                     && last_progress.elapsed() >= every
                 {
                     last_progress = Instant::now();
-                    self.gumbel_choice = cands.first().map(|&i| self.nodes[first as usize + i].mv);
+                    self.gumbel_choice = halving.leader(self);
                     on_progress(&self.result(playouts));
                 }
             }
-            rank(self, &mut cands);
-            if cands.len() > 1 {
-                cands.truncate(cands.len().div_ceil(2));
-            } else {
-                // Halving is over with budget left: a new cycle among the best moves that
-                // can still learn from visits (a proven child cannot).
-                let best = cands[0];
-                cands = (0..k).filter(|&i| !self.nodes[first as usize + i].terminal).collect();
-                if cands.is_empty() {
-                    cands = vec![best];
-                    break 'search;
-                }
-                rank(self, &mut cands);
-                cands.truncate(m);
-                cycle_start = root_visits(self);
-                cycle_budget = limits.visits.map_or(cycle_start.max(4 * m as u64), |v| v.saturating_sub(cycle_start));
+            if !halving.end_phase(self) {
+                break;
             }
         }
-        rank(self, &mut cands);
-        self.gumbel_choice = cands.first().map(|&i| self.nodes[first as usize + i].mv);
+        halving.rank(self);
+        self.gumbel_choice = halving.leader(self);
         self.result(playouts)
     }
 
@@ -1302,6 +1457,7 @@ impl Search {
             None => None,
         };
         let solved = outcome.map(|outcome| Solved { outcome, plies: pv.len().max(1) as u32 });
+        let margin = (self.has_margin && root.visits > 0).then(|| -root.margin_sum / root.visits as f32);
         SearchResult {
             root_moves: self.root_moves(best_move, &pv),
             best_move,
@@ -1314,6 +1470,7 @@ impl Search {
             improved_policy,
             wdl,
             solved,
+            margin,
             seldepth: self.seldepth,
         }
     }
@@ -1354,7 +1511,8 @@ impl Search {
                     line.extend(self.principal_line(i));
                     line
                 };
-                RootMove { mv: c.mv, visits: c.visits, prior: c.prior, value, wdl, proven, pv }
+                let margin = (self.has_margin && c.visits > 0).then(|| c.margin_sum / c.visits as f32);
+                RootMove { mv: c.mv, visits: c.visits, prior: c.prior, value, wdl, proven, margin, pv }
             })
             .collect()
     }

@@ -42,6 +42,32 @@ pub fn move_budget(pos: &Position, time_ms: u64, inc_ms: u64, how: TimeManagemen
     budget_for_moves(time_ms, inc_ms, moves)
 }
 
+/// The mover's game clock at a move, as a TEI `go wtime … winc … movestogo …` gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clock {
+    /// Time left, in milliseconds.
+    pub time_ms: u64,
+    /// Added after each move, in milliseconds.
+    pub inc_ms: u64,
+    /// Moves until the next time control, if the clock has one.
+    pub moves_to_go: Option<u64>,
+}
+
+impl Clock {
+    /// The time to spend on the move of `pos`: [`move_budget`] as `how` says, and with
+    /// `moves_to_go` at most nine tenths of the clock's share per move (plus three
+    /// quarters of the increment).
+    pub fn share(&self, pos: &Position, how: TimeManagement) -> Duration {
+        let budget = move_budget(pos, self.time_ms, self.inc_ms, how);
+        match self.moves_to_go {
+            Some(m) => {
+                budget.min(Duration::from_millis((self.time_ms / m.max(1) * 9 / 10 + self.inc_ms * 3 / 4).max(1)))
+            }
+            None => budget,
+        }
+    }
+}
+
 /// The time left spread over `moves` moves, plus three quarters of the increment, at
 /// most a third of the time left, minus 10 ms of safety.
 fn budget_for_moves(time_ms: u64, inc_ms: u64, moves: u64) -> Duration {
@@ -62,6 +88,19 @@ mod tests {
         assert!(clock_budget(0, 0) >= Duration::from_millis(1));
         // 10 s + 0.1 s: about half a second for the first move.
         assert_eq!(clock_budget(10_000, 100), Duration::from_millis(565));
+    }
+
+    #[test]
+    fn moves_to_go_shortens_the_share() {
+        let pos = Position::new(6).unwrap();
+        let plain = Clock { time_ms: 10_000, inc_ms: 100, moves_to_go: None };
+        assert_eq!(plain.share(&pos, TimeManagement::Fixed), clock_budget(10_000, 100));
+        // Two moves to go: 10 s / 2 * 0.9 + 75 ms would be more than the third the cap
+        // allows, so the cap holds; forty moves to go: 225 + 75 ms.
+        let two = Clock { moves_to_go: Some(2), ..plain };
+        assert_eq!(two.share(&pos, TimeManagement::Fixed), clock_budget(10_000, 100));
+        let forty = Clock { moves_to_go: Some(40), ..plain };
+        assert_eq!(forty.share(&pos, TimeManagement::Fixed), Duration::from_millis(300));
     }
 
     #[test]

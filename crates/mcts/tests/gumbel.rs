@@ -42,6 +42,7 @@ impl Evaluator for Lure {
                 policy: moves.iter().map(|&m| if m == self.lure { 100.0 } else { 1.0 }).collect(),
                 value: self.value(p),
                 draw: None,
+                margin: None,
             })
             .collect()
     }
@@ -201,4 +202,51 @@ fn searches_end_in_endgames_where_moves_are_decided() {
         }
     }
     assert!(searched > 20, "only {searched} endgame positions");
+}
+
+/// A fingerprint of whole self-play-like games (Gumbel with noise, 48 visits a move, the
+/// tree kept from move to move) and of a PUCT and a Gumbel match search, all driven by
+/// the seeded rollout evaluator: the moves played and the visit counts.
+fn fingerprint() -> u64 {
+    use bredon_mcts::RolloutEvaluator;
+    // FNV-1a over the text of the moves and visits: stable across Rust versions.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |text: String| {
+        for b in text.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let evaluator = RolloutEvaluator { rollouts: 1, max_plies: 60, seed: 3 };
+    for (seed, noise, algorithm) in [
+        (1, true, Algorithm::Gumbel),
+        (2, false, Algorithm::Gumbel),
+        (3, false, Algorithm::Puct),
+        (4, true, Algorithm::Puct),
+    ] {
+        let config = SearchConfig { root_noise: noise, algorithm, ..SearchConfig::default() };
+        let mut search = Search::new(Position::new(5).unwrap(), config);
+        let mut r = rng(seed);
+        for _ in 0..24 {
+            if search.position().result().is_some() {
+                break;
+            }
+            let res = search.run(&evaluator, search.root_visits() as u64 + 48, &mut r);
+            let mv = res.best_move.unwrap();
+            eat(format!(
+                "{} {:?};",
+                mv.to_ptn(5),
+                res.visits.iter().map(|&(m, v)| (m.to_ptn(5), v)).collect::<Vec<_>>()
+            ));
+            search.advance(mv);
+        }
+    }
+    h
+}
+
+#[test]
+fn the_search_plays_as_it_did_before_its_refactoring() {
+    // Recorded with the search as it was before its core was split into named steps
+    // (commit efd1651, 2026-11-28), and unchanged since; a change
+    // here means the search behaves differently for the same seed.
+    assert_eq!(fingerprint(), 0xeefb_1472_b80a_9c5c, "fingerprint {:#x}", fingerprint());
 }

@@ -124,3 +124,39 @@ fn threads_evaluate_side_by_side_in_one_tree() {
         assert!(r.seldepth >= 2, "seldepth {}", r.seldepth);
     }
 }
+
+#[test]
+fn a_play_search_reuses_its_tree_when_the_game_continues_and_always_has_a_move() {
+    use bredon_mcts::{Budget, PlaySearch, play_config, search_once};
+    let start = Position::new(5).unwrap();
+    let mut play = PlaySearch::new(start.clone(), play_config(), 2);
+    let r = play.search(&UniformEvaluator, Budget::Visits(200), None, &mut rng(7), None);
+    assert_eq!(r.root_visits, 200);
+    let best = r.best_move.unwrap();
+    // The game continues with the move searched most: its subtree is kept, and a budget
+    // of visits counts new ones.
+    play.set_game(&start, &[best]);
+    let kept = play.root_visits();
+    assert!(kept > 0);
+    let r = play.search(&UniformEvaluator, Budget::Visits(50), None, &mut rng(8), None);
+    assert_eq!((r.root_visits, r.playouts), (kept + 50, 50));
+    // Another game: a fresh tree.
+    let other = parse_move("e5", 5).unwrap();
+    play.set_game(&start, &[other]);
+    assert_eq!(play.root_visits(), 0);
+    // No time at all, or a stop already set: still a move.
+    let pos = Position::new(6).unwrap();
+    for budget in [Budget::Time(Duration::ZERO), Budget::Visits(0), Budget::Clock(Duration::ZERO)] {
+        let r = search_once(&pos, &UniformEvaluator, &play_config(), budget, &mut rng(9));
+        assert!(r.best_move.is_some(), "{budget:?}");
+    }
+    let stop = Arc::new(AtomicBool::new(true));
+    let r = PlaySearch::new(pos, play_config(), 2).search(
+        &UniformEvaluator,
+        Budget::Infinite,
+        Some(stop),
+        &mut rng(10),
+        None,
+    );
+    assert!(r.best_move.is_some());
+}

@@ -168,6 +168,7 @@ impl Evaluator for Lure {
                 policy: moves.iter().map(|&m| if m == self.0 { 100.0 } else { 1.0 }).collect(),
                 value: 0.0,
                 draw: None,
+                margin: None,
             })
             .collect()
     }
@@ -286,7 +287,10 @@ struct Drawish;
 
 impl Evaluator for Drawish {
     fn evaluate_batch(&self, _positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
-        legal.iter().map(|m| Evaluation { policy: vec![1.0; m.len()], value: 0.0, draw: Some(0.5) }).collect()
+        legal
+            .iter()
+            .map(|m| Evaluation { policy: vec![1.0; m.len()], value: 0.0, draw: Some(0.5), margin: None })
+            .collect()
     }
 }
 
