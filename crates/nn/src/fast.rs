@@ -702,6 +702,8 @@ pub struct FastNet {
     value_fc1: Packed,
     /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
     value_fc2: Vec<f32>,
+    /// The flat-margin head (weights over the value head's hidden layer, bias), if any.
+    margin: Option<(Vec<f32>, f32)>,
     value_b2: Vec<f32>,
     /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
     taps3: [isize; 9],
@@ -766,6 +768,7 @@ impl FastNet {
             },
             value_fc2: net.value_fc2.weight.clone(),
             value_b2: net.value_fc2.bias.clone(),
+            margin: net.margin_fc.as_ref().map(|l| (l.weight.clone(), l.bias[0])),
             taps3,
             planes: planes(net.config.input_version),
             scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
@@ -794,6 +797,27 @@ impl FastNet {
 
     /// [`FastNet::forward`] into reused vectors.
     pub fn forward_into(&self, positions: &[&Position], logits: &mut Vec<f32>, values: &mut Vec<f32>) {
+        let mut scalars = Scalars::default();
+        std::mem::swap(values, &mut scalars.values);
+        self.forward_scalars_into(positions, logits, &mut scalars);
+        std::mem::swap(values, &mut scalars.values);
+    }
+
+    /// Whether the network has a win/draw/loss value head (so draws are estimated).
+    pub fn has_wdl(&self) -> bool {
+        self.value_b2.len() == 3
+    }
+
+    /// Whether the network has the flat-margin head (so margins are estimated).
+    pub fn has_margin(&self) -> bool {
+        self.margin.is_some()
+    }
+
+    /// [`FastNet::forward_into`] with every per-position scalar: value, draw probability
+    /// (0 without the win/draw/loss head, see [`FastNet::has_wdl`]) and final flat margin
+    /// in flats (0 without the margin head, see [`FastNet::has_margin`]).
+    pub fn forward_scalars_into(&self, positions: &[&Position], logits: &mut Vec<f32>, scalars: &mut Scalars) {
+        let Scalars { values, draws, margins } = scalars;
         let b = positions.len();
         let p = self.policy_size;
         for pos in positions {
@@ -801,6 +825,8 @@ impl FastNet {
         }
         logits.resize(b * p, 0.0);
         values.resize(b, 0.0);
+        draws.resize(b, 0.0);
+        margins.resize(b, 0.0);
         let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
         if chunks == 1 {
             let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
@@ -809,9 +835,9 @@ impl FastNet {
                 // a worker that is still awake from the previous layer, instead of
                 // injecting a job from outside the pool each time (tens of microseconds).
                 let s: &mut Scratch = &mut s;
-                rayon::scope(|_| self.forward_chunk(positions, logits, values, s, true));
+                rayon::scope(|_| self.forward_chunk(positions, logits, (values, draws, margins), s, true));
             } else {
-                self.forward_chunk(positions, logits, values, &mut s, true);
+                self.forward_chunk(positions, logits, (values, draws, margins), &mut s, true);
             }
             return;
         }
@@ -820,10 +846,12 @@ impl FastNet {
             .par_chunks(per)
             .zip(logits.par_chunks_mut(per * p))
             .zip(values.par_chunks_mut(per))
+            .zip(draws.par_chunks_mut(per))
+            .zip(margins.par_chunks_mut(per))
             .enumerate()
-            .for_each(|(i, ((ps, l), v))| {
+            .for_each(|(i, ((((ps, l), v), d), m))| {
                 let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
-                self.forward_chunk(ps, l, v, &mut s, false);
+                self.forward_chunk(ps, l, (v, d, m), &mut s, false);
             });
     }
 
@@ -879,7 +907,7 @@ impl FastNet {
         &self,
         positions: &[&Position],
         logits: &mut [f32],
-        values: &mut [f32],
+        (values, draws, margins): (&mut [f32], &mut [f32], &mut [f32]),
         s: &mut Scratch,
         split: bool,
     ) {
@@ -1046,8 +1074,13 @@ impl FastNet {
         gemm(isa, &self.value_fc1, &Gemm { out_rows: &s.rows_hid[..b], ..value_in }, &mut s.hid, split);
         let hidden = self.value_fc1.n;
         let outs = self.value_b2.len();
-        for (i, v) in values.iter_mut().enumerate() {
+        for (i, ((v, d), m)) in values.iter_mut().zip(draws.iter_mut()).zip(margins.iter_mut()).enumerate() {
             let h = &s.hid[i * hidden..(i + 1) * hidden];
+            *m = match &self.margin {
+                // The head predicts the margin / N²; the output is in flats.
+                Some((w, bias)) => (h.iter().zip(w).map(|(a, w)| a * w).sum::<f32>() + bias) * area as f32,
+                None => 0.0,
+            };
             let mut z = [0.0f32; 3];
             for (k, zk) in z.iter_mut().enumerate().take(outs) {
                 *zk =
@@ -1057,12 +1090,27 @@ impl FastNet {
                 // Win/draw/loss logits: P(win) − P(loss), a softmax shifted by the maximum.
                 let m = z[0].max(z[1]).max(z[2]);
                 let e = z.map(|x| (x - m).exp());
-                (e[0] - e[2]) / (e[0] + e[1] + e[2])
+                let sum = e[0] + e[1] + e[2];
+                *d = e[1] / sum;
+                (e[0] - e[2]) / sum
             } else {
+                *d = 0.0;
                 z[0].tanh()
             };
         }
     }
+}
+
+/// The per-position scalar outputs of a forward pass ([`FastNet::forward_scalars_into`]).
+#[derive(Clone, Debug, Default)]
+pub struct Scalars {
+    /// Values for the side to move.
+    pub values: Vec<f32>,
+    /// Draw probabilities (0 without the win/draw/loss head).
+    pub draws: Vec<f32>,
+    /// Final flat margins in flats for the side to move, komi included (0 without the
+    /// margin head).
+    pub margins: Vec<f32>,
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::fast::FastNet;
+use crate::fast::{FastNet, Scalars};
 use crate::model::TakNet;
 use crate::policy::{masked_softmax, policy_size};
 use crate::train::encode_batch;
@@ -127,6 +127,56 @@ impl Engine {
             Engine::Fast(f) => f.forward(positions),
         }
     }
+
+    /// [`Engine::forward`] plus each position's draw probability, when the network has a
+    /// win/draw/loss head (`None` otherwise).
+    pub fn forward_wdl(&self, positions: &[&Position]) -> Forward {
+        match self {
+            Engine::Burn(model, size) => {
+                let x = encode_batch(positions.iter().copied(), model.input_version(), *size, &model.device());
+                let out = model.forward_all(x, true);
+                let draws = out.wdl.map(|z| {
+                    let p = burn::tensor::activation::softmax(z, 1).narrow(1, 1, 1);
+                    p.into_data().try_into_vec::<f32>().expect("f32 draw probabilities")
+                });
+                let area = (*size * *size) as f32;
+                let margins = out.flat_margin.map(|m| {
+                    let m = m.into_data().try_into_vec::<f32>().expect("f32 margins");
+                    m.into_iter().map(|x| x * area).collect()
+                });
+                Forward {
+                    logits: out.policy.into_data().try_into_vec::<f32>().expect("f32 logits"),
+                    values: out.value.into_data().try_into_vec::<f32>().expect("f32 values"),
+                    draws,
+                    margins,
+                }
+            }
+            Engine::Fast(f) => {
+                let mut logits = Vec::new();
+                let mut s = Scalars::default();
+                f.forward_scalars_into(positions, &mut logits, &mut s);
+                Forward {
+                    logits,
+                    values: s.values,
+                    draws: f.has_wdl().then_some(s.draws),
+                    margins: f.has_margin().then_some(s.margins),
+                }
+            }
+        }
+    }
+}
+
+/// The outputs of one forward pass that the search uses.
+pub struct Forward {
+    /// Policy logits, `policy_size(N)` per position.
+    pub logits: Vec<f32>,
+    /// Values for the side to move, one per position.
+    pub values: Vec<f32>,
+    /// Draw probabilities, one per position, for a network with a win/draw/loss head.
+    pub draws: Option<Vec<f32>>,
+    /// Expected final flat margins in flats for the side to move (komi included), one per
+    /// position, for a network with the flat-margin head.
+    pub margins: Option<Vec<f32>>,
 }
 
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
@@ -148,13 +198,49 @@ fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize
             policy: masked_softmax(&logits[i * p..(i + 1) * p], moves, size),
             value: values[i].clamp(-1.0, 1.0),
             draw: None,
+            margin: None,
         })
         .collect()
 }
 
-/// Evaluates directly on the calling thread (one batch at a time).
-pub struct NetEvaluator {
+/// One copy of the network in a [`NetEvaluator`], with the pool its forward passes run
+/// in when there are several (a pool of one thread: each pass on one core).
+struct Lane {
     engine: Mutex<Engine>,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl Lane {
+    fn new(model: TakNet, size: usize, kind: InferenceKind, alone: bool) -> Lane {
+        if !alone {
+            return Lane { engine: Mutex::new(Engine::new(model, size, kind)), pool: None };
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "bredon-eval".to_string())
+            .build()
+            .expect("a one-thread pool for an evaluator lane");
+        // Built in its pool: the fast path sizes its scratch space by the pool.
+        let engine = pool.install(|| Engine::new(model, size, kind));
+        Lane { engine: Mutex::new(engine), pool: Some(pool) }
+    }
+
+    fn forward(&self, engine: &Engine, positions: &[&Position]) -> Forward {
+        match &self.pool {
+            Some(pool) => pool.install(|| engine.forward_wdl(positions)),
+            None => engine.forward_wdl(positions),
+        }
+    }
+}
+
+/// Evaluates directly on the calling thread, for play-time searches (play, tei, analyse,
+/// matches). With one lane a forward pass may use every thread of rayon's pool; with
+/// several ([`NetEvaluator::with_lanes`]), each lane is a copy of the network whose passes
+/// run on one core, so that the threads of a shared search
+/// ([`bredon_mcts::Search::run_shared`]) evaluate side by side.
+pub struct NetEvaluator {
+    lanes: Vec<Lane>,
+    next: AtomicU64,
     size: usize,
 }
 
@@ -167,27 +253,70 @@ impl NetEvaluator {
 
     /// Wraps an inference model for board `size`, run by `kind`.
     pub fn with_kind(model: TakNet, size: usize, kind: InferenceKind) -> NetEvaluator {
-        NetEvaluator { engine: Mutex::new(Engine::new(model, size, kind)), size }
+        NetEvaluator::with_lanes(model, size, kind, 1)
+    }
+
+    /// `lanes` copies of the network (at least one), for a search of as many threads.
+    /// Several lanes on the fast CPU path run each pass on one core; on burn's path (a GPU)
+    /// the passes of the lanes are queued by the device.
+    pub fn with_lanes(model: TakNet, size: usize, kind: InferenceKind, lanes: usize) -> NetEvaluator {
+        let lanes = lanes.max(1);
+        let alone = lanes > 1 && kind.resolve() == InferenceKind::Fast;
+        let lanes = (0..lanes).map(|_| Lane::new(model.clone(), size, kind, alone)).collect();
+        NetEvaluator { lanes, next: AtomicU64::new(0), size }
+    }
+
+    /// Copies of the network that can run at once.
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
     }
 
     /// Replaces the weights (e.g. after loading a new checkpoint); the path stays.
     pub fn set_model(&self, model: TakNet) {
-        let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
-        let kind = engine.kind();
-        *engine = Engine::new(model, self.size, kind);
+        for lane in &self.lanes {
+            let mut engine = lane.engine.lock().unwrap_or_else(|e| e.into_inner());
+            let kind = engine.kind();
+            *engine = match &lane.pool {
+                Some(pool) => pool.install(|| Engine::new(model.clone(), self.size, kind)),
+                None => Engine::new(model.clone(), self.size, kind),
+            };
+        }
     }
 
     /// Which path runs the network.
     pub fn kind(&self) -> InferenceKind {
-        self.engine.lock().unwrap_or_else(|e| e.into_inner()).kind()
+        self.lanes[0].engine.lock().unwrap_or_else(|e| e.into_inner()).kind()
     }
 }
 
 impl Evaluator for NetEvaluator {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
-        let engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
-        let (logits, values) = engine.forward(positions);
-        to_evaluations(&logits, &values, legal, self.size)
+        // A free lane if there is one, starting from the next in turn; else wait for that.
+        let start = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        let n = self.lanes.len();
+        let (lane, engine) = (0..n)
+            .find_map(|k| {
+                let lane = &self.lanes[(start + k) % n];
+                lane.engine.try_lock().ok().map(|e| (lane, e))
+            })
+            .unwrap_or_else(|| {
+                let lane = &self.lanes[start % n];
+                (lane, lane.engine.lock().unwrap_or_else(|e| e.into_inner()))
+            });
+        let out = lane.forward(&engine, positions);
+        drop(engine);
+        let mut evals = to_evaluations(&out.logits, &out.values, legal, self.size);
+        if let Some(draws) = out.draws {
+            for (e, d) in evals.iter_mut().zip(draws) {
+                e.draw = Some(d.clamp(0.0, 1.0));
+            }
+        }
+        if let Some(margins) = out.margins {
+            for (e, m) in evals.iter_mut().zip(margins) {
+                e.margin = m.is_finite().then_some(m);
+            }
+        }
+        evals
     }
 
     fn preferred_batch_size(&self) -> usize {

@@ -171,3 +171,50 @@ fn both_inference_paths_give_the_same_evaluations() {
     assert!((c[0].value - d[0].value).abs() <= 1e-4);
     assert!(c.iter().zip(&a).any(|(x, y)| (x.value - y.value).abs() > 1e-3), "weights were not replaced");
 }
+
+#[test]
+fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
+    // A network with the win/draw/loss and auxiliary heads.
+    let positions = real_positions();
+    let cfg = NetConfig {
+        size: 5,
+        blocks: 2,
+        channels: 24,
+        value_hidden: 16,
+        policy_filters: 4,
+        wdl: true,
+        aux: true,
+        ..NetConfig::default()
+    };
+    let model = trained(&cfg, &positions, 7);
+    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Fast);
+    let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);
+    let lanes = NetEvaluator::with_lanes(model.clone(), 5, InferenceKind::Fast, 3);
+    assert_eq!(lanes.lanes(), 3);
+    let ps = &positions[..40];
+    let legal: Vec<Vec<_>> = ps.iter().map(|p| p.legal_moves()).collect();
+    let refs: Vec<&Position> = ps.iter().collect();
+    let lrefs: Vec<&[_]> = legal.iter().map(|l| l.as_slice()).collect();
+    let a = fast.evaluate_batch(&refs, &lrefs);
+    let b = burn.evaluate_batch(&refs, &lrefs);
+    // Three threads at once through a three-lane evaluator: the same answers.
+    let c: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..3).map(|_| s.spawn(|| lanes.evaluate_batch(&refs, &lrefs))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (x, y) in a.iter().zip(&b) {
+        let (dx, dy) = (x.draw.expect("a WDL head gives draws"), y.draw.expect("on both paths"));
+        assert!((0.0..=1.0).contains(&dx) && (dx - dy).abs() <= 1e-4, "{dx} {dy}");
+        let (mx, my) = (x.margin.expect("the aux heads give margins"), y.margin.expect("on both paths"));
+        assert!(mx.abs() <= 25.0 * 4.0 && (mx - my).abs() <= 1e-3 * 25.0, "{mx} {my}");
+    }
+    for run in &c {
+        for (x, y) in a.iter().zip(run) {
+            assert!((x.value - y.value).abs() <= 1e-5 && x.draw == y.draw && x.margin == y.margin);
+        }
+    }
+    // A network without those heads gives neither.
+    let plain = trained(&NetConfig { wdl: false, aux: false, ..cfg }, &positions, 8);
+    let e = NetEvaluator::with_kind(plain, 5, InferenceKind::Fast).evaluate_batch(&refs[..2], &lrefs[..2]);
+    assert!(e.iter().all(|x| x.draw.is_none() && x.margin.is_none()));
+}
