@@ -3,3 +3,5 @@
 //! stdin/stdout or a socket.
 //!
 //! **API boundary**: the engine types of each module; errors are this crate's own enums.
+
+pub mod analysis;

@@ -25,6 +25,7 @@ pub mod encoding;
 pub mod error;
 pub mod fast;
 pub mod folded;
+pub mod heads;
 pub mod inference;
 pub mod integrity;
 pub mod limits;
@@ -35,6 +36,7 @@ pub mod train;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use error::{ModelError, OnnxError};
+pub use heads::{HeadValues, Heads, HeadsError, Wdl};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
 pub use model::{NetConfig, PolicyHead, TakNet, TransferReport, ValueHead};
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
