@@ -560,4 +560,40 @@ mod tests {
         assert_eq!(pairings(Schedule::RoundRobin, 4).len(), 6);
         assert_eq!(pairings(Schedule::Gauntlet, 4), vec![(0, 1), (0, 2), (0, 3)]);
     }
+
+    /// Every config struct a match config (or a player in a config file) is made of
+    /// refuses a key it does not have, naming the key; the same text without it loads.
+    #[test]
+    fn every_match_config_table_refuses_an_unknown_key() {
+        let cases: [(&str, fn(&str) -> Result<(), String>); 4] = [
+            ("match", |t| toml::from_str::<MatchConfig>(t).map(drop).map_err(|e| e.to_string())),
+            ("player", |t| toml::from_str::<PlayerSpec>(t).map(drop).map_err(|e| e.to_string())),
+            ("gate", |t| toml::from_str::<GateConfig>(t).map(drop).map_err(|e| e.to_string())),
+            ("elo", |t| toml::from_str::<EloOptions>(t).map(drop).map_err(|e| e.to_string())),
+        ];
+        let texts = [
+            ("match", "size = 6\n{}"),
+            ("match", "[elo]\nprior_draws = 2.0\n{}"),
+            ("match", "[clock]\ntime_ms = 5000\n{}"),
+            ("match", "[openings]\nkind = \"random\"\nplies = 2\ncount = 5\nseed = 1\n{}"),
+            ("match", "[openings]\nkind = \"file\"\npath = \"o.txt\"\n{}"),
+            ("match", "[openings]\nkind = \"none\"\n{}"),
+            ("player", "kind = \"random\"\n{}"),
+            // (The `uniform`, `rollout` and `checkpoint` forms flatten their search settings
+            // in, and serde does not refuse unknown keys beside a flattened field there.)
+            ("player", "kind = \"tei\"\nnodes = 100\n{}[config]\nprogram = \"tiltak\"\n"),
+            ("player", "kind = \"tei\"\n[config]\nprogram = \"tiltak\"\n{}"),
+            ("gate", "kind = \"sprt\"\nelo0 = 0.0\nelo1 = 30.0\nalpha = 0.05\nbeta = 0.05\n{}"),
+            ("gate", "kind = \"fixed\"\ngames = 10\nthreshold = 0.55\n{}"),
+            ("elo", "anchor = \"gen-0000\"\n{}"),
+        ];
+        for (what, text) in texts {
+            let load = cases.iter().find(|(name, _)| *name == what).unwrap().1;
+            load(&text.replace("{}", "")).unwrap_or_else(|e| panic!("{what} {text:?}: {e}"));
+            let Err(e) = load(&text.replace("{}", "no_such_key_h3 = 1\n")) else {
+                panic!("{what} {text:?}: the unknown key was accepted")
+            };
+            assert!(e.contains("no_such_key_h3"), "{what} {text:?}: {e}");
+        }
+    }
 }

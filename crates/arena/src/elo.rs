@@ -52,9 +52,9 @@ const LN10_OVER_400: f64 = std::f64::consts::LN_10 / 400.0;
 /// only keeps a Newton step from overflowing.
 const NUMERIC_BOUND_ELO: f64 = 100_000.0;
 
-/// Settings of the rating fit.
+/// Settings of the rating fit (`[elo]` of a match config).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EloOptions {
     /// The player rated 0. `None`: the first player in table order.
     pub anchor: Option<String>,

@@ -12,7 +12,7 @@
 //! | [`PlotError`] | reading Elo curve tables and drawing the chart |
 //! | [`SprtError`] | gate settings |
 //! | [`MatchConfigError`] | [`crate::MatchConfig::validate`] |
-//! | [`ArenaError`] | [`crate::run_match`], [`crate::run_arena`], [`crate::run_gate`] and friends |
+//! | [`ArenaError`] | [`crate::run_match`], [`crate::run_arena`], [`crate::run_gate`], a run's ladder and gate ([`crate::training`]) and friends |
 //!
 //! Each error's message says what went wrong at its level and names the file, line,
 //! player or engine; what caused it is its [`std::error::Error::source`], so
@@ -24,74 +24,85 @@ use std::time::Duration;
 use bredon_rules::RulesError;
 use bredon_rules::notation::PtnMoveError;
 
-/// A player string or spec that cannot be turned into a player. Every message quotes
-/// the player string (or names the player) and the part that is wrong.
+/// A player string or spec that cannot be turned into a player: the player string (or,
+/// for a spec that did not come from a string, the player's name) and what is wrong with
+/// it. It prints as `player "SPEC": KIND`; the kind's cause, if it has one (a command
+/// line that does not split, a network that does not load), is the
+/// [`std::error::Error::source`].
+#[derive(Debug)]
+pub struct SpecError {
+    /// The player string (or the player's name).
+    pub spec: String,
+    /// What is wrong.
+    pub kind: SpecErrorKind,
+}
+
+impl SpecError {
+    /// The error `kind` about player `spec`.
+    pub fn new(spec: impl Into<String>, kind: SpecErrorKind) -> SpecError {
+        SpecError { spec: spec.into(), kind }
+    }
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "player {:?}: {}", self.spec, self.kind)
+    }
+}
+
+impl std::error::Error for SpecError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
+}
+
+/// What is wrong with a player string or spec ([`SpecError`]).
 #[derive(Debug, thiserror::Error)]
-pub enum SpecError {
+pub enum SpecErrorKind {
     /// Nothing but whitespace.
     #[error("empty player description")]
     Empty,
     /// A `;`-separated part without `=`.
-    #[error("player {spec:?}: setting {part:?} is not key=value")]
+    #[error("setting {part:?} is not key=value")]
     NotKeyValue {
-        /// The player string.
-        spec: String,
         /// The part.
         part: String,
     },
     /// The part before `:` is no kind of player.
-    #[error(
-        "player {spec:?}: unknown kind {kind:?} (expected random, uniform:VISITS, rollout:VISITS, tei:COMMAND or checkpoint:PATH)"
-    )]
+    #[error("unknown kind {given:?} (expected random, uniform:VISITS, rollout:VISITS, tei:COMMAND or checkpoint:PATH)")]
     UnknownKind {
-        /// The player string.
-        spec: String,
         /// The kind given.
-        kind: String,
+        given: String,
     },
     /// The kind needs an argument after `:` (`uniform:VISITS`).
-    #[error("player {spec:?}: expected {expected}")]
+    #[error("expected {expected}")]
     MissingArgument {
-        /// The player string.
-        spec: String,
         /// The form expected (`uniform:VISITS`).
         expected: &'static str,
     },
     /// `random:…`.
-    #[error("player {spec:?}: `random` takes no argument (use random;seed=N)")]
-    RandomTakesNoArgument {
-        /// The player string.
-        spec: String,
-    },
+    #[error("`random` takes no argument (use random;seed=N)")]
+    RandomTakesNoArgument,
     /// Visits that are not a positive integer.
-    #[error("player {spec:?}: visits {visits:?} is not a positive integer")]
+    #[error("visits {visits:?} is not a positive integer")]
     BadVisits {
-        /// The player string.
-        spec: String,
         /// What was given.
         visits: String,
     },
     /// `uniform:0`, `rollout:0`.
-    #[error("player {spec:?}: visits must be at least 1")]
-    ZeroVisits {
-        /// The player string.
-        spec: String,
-    },
+    #[error("visits must be at least 1")]
+    ZeroVisits,
     /// A setting this kind of player does not have.
-    #[error("player {spec:?}: unknown setting {key:?} for a {kind} player")]
+    #[error("unknown setting {key:?} for a {player_kind} player")]
     UnknownSetting {
-        /// The player string.
-        spec: String,
-        /// The player's kind.
-        kind: String,
+        /// The player's kind (`rollout`).
+        player_kind: String,
         /// The setting.
         key: String,
     },
     /// A setting whose value is not one it takes.
-    #[error("player {spec:?}: setting {key}={value:?}: expected {expected}")]
+    #[error("setting {key}={value:?}: expected {expected}")]
     BadSetting {
-        /// The player string.
-        spec: String,
         /// The setting.
         key: String,
         /// Its value.
@@ -100,44 +111,28 @@ pub enum SpecError {
         expected: &'static str,
     },
     /// `option.=…`.
-    #[error("player {spec:?}: empty option name in {key:?}")]
+    #[error("empty option name in {key:?}")]
     EmptyOptionName {
-        /// The player string.
-        spec: String,
         /// The setting.
         key: String,
     },
     /// A `tei:` command line that cannot be split into words.
-    #[error("player {spec:?}")]
-    CommandLine {
-        /// The player string.
-        spec: String,
-        /// Why.
-        #[source]
-        source: TeiClientError,
-    },
+    #[error("bad command line")]
+    CommandLine(#[source] TeiClientError),
     /// A `tei:` command line without a program.
-    #[error("player {spec:?}: no program")]
-    NoProgram {
-        /// The player string.
-        spec: String,
-    },
+    #[error("no program")]
+    NoProgram,
     /// `name=` with nothing after it.
-    #[error("player {spec:?}: empty name")]
-    EmptyName {
-        /// The player string.
-        spec: String,
-    },
+    #[error("empty name")]
+    EmptyName,
     /// A spec (from a config file, say) that cannot make a player.
-    #[error("player {player}: {problem}")]
-    Invalid {
-        /// The player's name.
-        player: String,
+    #[error("{0}")]
+    Invalid(
         /// What is wrong (`a uniform player needs at least 1 visit`).
-        problem: &'static str,
-    },
+        &'static str,
+    ),
     /// The network of a `checkpoint:PATH` player could not be loaded.
-    #[error("checkpoint player {}", path.display())]
+    #[error("cannot load the network {}", path.display())]
     Checkpoint {
         /// The model file or checkpoint directory.
         path: PathBuf,
@@ -285,9 +280,16 @@ pub enum PlayerError {
     /// An external engine that could not be started or readied for a game.
     #[error(transparent)]
     Engine(#[from] TeiClientError),
-    /// Anything else (I/O errors, a failing evaluator, ...).
-    #[error("{0}")]
-    Other(String),
+    /// Asked for a move in a finished game.
+    #[error("the game is over")]
+    GameOver,
+    /// Asked for a move in a position without one.
+    #[error("the position has no legal move")]
+    NoLegalMove,
+    /// An external engine asked for a move with no limit to search within (no nodes,
+    /// movetime or clock, neither the player's own nor the match's).
+    #[error("no limit (nodes, movetime or clock) configured for the TEI engine")]
+    NoLimit,
 }
 
 /// An opening that cannot be used, or openings that cannot be loaded or drawn.
@@ -565,4 +567,25 @@ pub enum ArenaError {
     /// The gate settings.
     #[error(transparent)]
     Gate(#[from] SprtError),
+    /// A directory without a run config (`config.toml`) given as a training run.
+    #[error("{} is not a run directory", path.display())]
+    NotARun {
+        /// The directory.
+        path: PathBuf,
+        /// Why its config could not be read.
+        #[source]
+        source: bredon_selfplay::error::ConfigError,
+    },
+    /// A run without a complete checkpoint to rate.
+    #[error("{} has no checkpoints yet", run.display())]
+    NoCheckpoints {
+        /// The run directory.
+        run: PathBuf,
+    },
+    /// The training run's files (pointers, checkpoints' training state, `init.json`).
+    #[error(transparent)]
+    Run(#[from] bredon_selfplay::error::RunError),
+    /// The Elo chart.
+    #[error("drawing the Elo curve")]
+    Plot(#[from] PlotError),
 }

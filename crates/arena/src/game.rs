@@ -20,13 +20,22 @@ pub enum Adjudication {
     Draw,
 }
 
-/// A game clock: starting time and increment per move, the same for both sides.
+/// A game clock: starting time and increment per move, the same for both sides
+/// (`[clock]` of a match config; default 10 s + 0.1 s, the time control of the
+/// experiments' clock matches).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ClockConfig {
     /// Starting time per side, in milliseconds.
     pub time_ms: u64,
     /// Increment added after each move, in milliseconds.
     pub increment_ms: u64,
+}
+
+impl Default for ClockConfig {
+    fn default() -> ClockConfig {
+        ClockConfig { time_ms: 10_000, increment_ms: 100 }
+    }
 }
 
 /// How a game ended.

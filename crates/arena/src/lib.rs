@@ -16,7 +16,11 @@
 //! - [`RatingsTable`], [`fit_elo`]: maximum-likelihood Bradley–Terry Elo with 95%
 //!   confidence intervals and per-colour scores (see [`elo`]).
 //! - [`Sprt`], [`FixedGames`], [`Gate`], [`run_gate`]: deciding whether a candidate beats the incumbent.
-//! - [`plot_elo`]: Elo over training (steps or minutes) as SVG.
+//! - [`plot_elo`]: Elo over training (steps or minutes) as SVG; [`read_elo_curve`] and
+//!   [`write_elo_curve`]: a run's Elo curve table.
+//! - [`training`]: a training run's checkpoints: the Elo [`Ladder`], gating
+//!   ([`gate_generation`]) and the training loop's [`training_hook`]. The run is read
+//!   through `bredon_selfplay`'s `RunDir`, which owns its layout.
 //! - Errors ([`error`]): an enum per concern ([`SpecError`], [`TeiClientError`],
 //!   [`PlayerError`], [`OpeningsError`], …) and [`ArenaError`] for the match runner.
 //!
@@ -42,6 +46,7 @@ pub mod search_glue;
 pub mod spec;
 pub mod sprt;
 pub mod tei;
+pub mod training;
 
 pub use arena::{
     ArenaPaths, GateReport, MatchConfig, Schedule, check_players, entrants_from_specs, pairings, rate_results,
@@ -50,14 +55,19 @@ pub use arena::{
 pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
 pub use error::{
     ArenaError, MatchConfigError, OpeningsError, PlayerError, PlotError, RatingsError, ResultsError, SpecError,
-    SprtError, TeiClientError, TeiStage,
+    SpecErrorKind, SprtError, TeiClientError, TeiStage,
 };
 pub use game::{Adjudication, ClockConfig, GameOutcome, GameSettings, Termination, play_game};
 pub use openings::{Opening, OpeningsConfig, load_openings};
 pub use player::{ClockState, MctsPlayer, MoveLimits, Player, RandomPlayer};
-pub use plot::{EloPoint, parse_elo_curve, plot_elo, render_elo_svg};
+pub use plot::{
+    ELO_CURVE_HEADER, EloCurveRow, EloPoint, parse_elo_curve, plot_elo, read_elo_curve, render_elo_svg, write_elo_curve,
+};
 pub use results::{GameRecord, append_record, load_records};
 pub use search_glue::{SearchConfig, UniformEvaluator, match_search_config};
 pub use spec::{Entrant, PlayerFactory, PlayerSpec, SearchSettings};
 pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};
 pub use tei::{TeiConfig, TeiPlayer};
+pub use training::{
+    GateOutcome, Ladder, LadderOptions, LadderVisits, gate_generation, pick_checkpoints, training_hook,
+};

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::OpeningsError;
 
-/// Where openings come from.
+/// Where openings come from (`[openings]` of a match config, by `kind`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
 pub enum OpeningsConfig {
     /// Every game starts from the empty board.
     None,

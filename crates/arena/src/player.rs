@@ -99,7 +99,7 @@ impl Player for RandomPlayer {
 
     fn choose_move(&mut self, pos: &Position, _history: &[Move], _limits: &MoveLimits) -> Result<Move, PlayerError> {
         let moves = pos.legal_moves();
-        moves.choose(&mut self.rng).copied().ok_or_else(|| PlayerError::Other("no legal move".to_string()))
+        moves.choose(&mut self.rng).copied().ok_or(PlayerError::NoLegalMove)
     }
 }
 
@@ -188,7 +188,12 @@ impl Player for MctsPlayer {
             (None, None, Some(t)) => Budget::Time(t),
             (None, None, None) => Budget::Visits(self.visits as u64),
         };
-        search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng).map_err(PlayerError::Other)
+        if pos.result().is_some() {
+            return Err(PlayerError::GameOver);
+        }
+        // With the game not over, the search's only reason for no move is that there is none.
+        search_best_move(pos, &*self.evaluator, &self.config, budget, &mut self.rng)
+            .map_err(|_| PlayerError::NoLegalMove)
     }
 }
 
@@ -196,6 +201,17 @@ impl Player for MctsPlayer {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    /// A finished game has no move to give, and the error says so.
+    #[test]
+    fn a_finished_game_is_a_typed_error() {
+        let over = bredon_rules::notation::parse_tps("x3/x3/1,1,1 2 3").unwrap();
+        assert!(over.result().is_some());
+        let mut player = MctsPlayer::uniform(1, 1);
+        let e = player.choose_move(&over, &[], &MoveLimits::nodes(1)).unwrap_err();
+        assert!(matches!(e, PlayerError::GameOver), "{e:?}");
+        assert_eq!(e.to_string(), "the game is over");
+    }
 
     #[test]
     fn on_a_clock_the_search_thinks_for_the_clock_budget() {

@@ -118,42 +118,141 @@ pub fn render_elo_svg(points: &[EloPoint], x_desc: &str) -> Result<String, PlotE
     Ok(svg)
 }
 
+/// One row of a run's Elo curve table (`<run>/arena/elo-curve.csv`, written by the Elo
+/// ladder): a checkpoint's rating and when in training it was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EloCurveRow {
+    /// Checkpoint name (`gen-0005`).
+    pub name: String,
+    /// Its generation.
+    pub generation: u32,
+    /// Its optimiser step.
+    pub step: u64,
+    /// Minutes of training behind it.
+    pub minutes: f64,
+    /// Elo (the first checkpoint is 0).
+    pub elo: f64,
+    /// Lower end of the 95 % interval.
+    pub lo95: f64,
+    /// Upper end of the 95 % interval.
+    pub hi95: f64,
+}
+
+/// The header line of an Elo curve table (the columns of [`EloCurveRow`]).
+pub const ELO_CURVE_HEADER: &str = "name,generation,step,minutes,elo,lo95,hi95";
+
+/// An Elo curve table's text: the header, then one line per row.
+pub fn write_elo_curve(rows: &[EloCurveRow]) -> String {
+    let mut csv = format!("{ELO_CURVE_HEADER}\n");
+    for r in rows {
+        csv.push_str(&format!(
+            "{},{},{},{:.2},{:.1},{:.1},{:.1}\n",
+            r.name, r.generation, r.step, r.minutes, r.elo, r.lo95, r.hi95
+        ));
+    }
+    csv
+}
+
+/// Reads an Elo curve table as [`write_elo_curve`] writes it (columns in any order, others
+/// ignored). Errors name the line and the column.
+pub fn read_elo_curve(text: &str) -> Result<Vec<EloCurveRow>, PlotError> {
+    let table = CurveTable::parse(text)?;
+    let [name, generation, step, minutes, elo, lo95, hi95] =
+        ["name", "generation", "step", "minutes", "elo", "lo95", "hi95"].map(|c| table.column(c));
+    let (name, generation, step, minutes) = (name?, generation?, step?, minutes?);
+    let (elo, lo95, hi95) = (elo?, lo95?, hi95?);
+    table
+        .rows
+        .iter()
+        .map(|row| {
+            Ok(EloCurveRow {
+                name: row.fields[name].to_string(),
+                generation: table.value(row, generation)?,
+                step: table.value(row, step)?,
+                minutes: table.value(row, minutes)?,
+                elo: table.value(row, elo)?,
+                lo95: table.value(row, lo95)?,
+                hi95: table.value(row, hi95)?,
+            })
+        })
+        .collect()
+}
+
 /// Reads an Elo curve table (`<run>/arena/elo-curve.csv` as `bredon arena --run` writes
 /// it, or `scripts/join-curves.py`'s output: a header naming the columns, among them
 /// `elo`, `lo95`, `hi95` and `x_column`) into points of the series `label`. A `part`
 /// column splits the table into the series "`label` part N". Errors name the line.
 pub fn parse_elo_curve(text: &str, label: &str, x_column: &str) -> Result<Vec<EloPoint>, PlotError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or(PlotError::EmptyTable)?;
-    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
-    let find = |name: &str| {
-        columns
+    let table = CurveTable::parse(text)?;
+    let (x, elo, lo, hi) =
+        (table.column(x_column)?, table.column("elo")?, table.column("lo95")?, table.column("hi95")?);
+    let part = table.columns.iter().position(|c| *c == "part");
+    table
+        .rows
+        .iter()
+        .map(|row| {
+            let label = match part {
+                Some(k) => format!("{label} part {}", row.fields[k]),
+                None => label.to_string(),
+            };
+            Ok(EloPoint {
+                x: table.value(row, x)?,
+                elo: table.value(row, elo)?,
+                lo: table.value(row, lo)?,
+                hi: table.value(row, hi)?,
+                label,
+            })
+        })
+        .collect()
+}
+
+/// A comma-separated table with a header line (blank lines skipped), every line with as
+/// many fields as the header.
+struct CurveTable<'a> {
+    header: &'a str,
+    columns: Vec<&'a str>,
+    rows: Vec<CurveLine<'a>>,
+}
+
+/// A line of a [`CurveTable`].
+struct CurveLine<'a> {
+    /// 1-based line number in the text.
+    line: usize,
+    fields: Vec<&'a str>,
+}
+
+impl<'a> CurveTable<'a> {
+    fn parse(text: &'a str) -> Result<CurveTable<'a>, PlotError> {
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        let (_, header) = lines.next().ok_or(PlotError::EmptyTable)?;
+        let columns: Vec<&str> = header.split(',').map(str::trim).collect();
+        let mut rows = Vec::new();
+        for (i, line) in lines {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            if fields.len() != columns.len() {
+                return Err(PlotError::FieldCount { line: i + 1, found: fields.len(), expected: columns.len() });
+            }
+            rows.push(CurveLine { line: i + 1, fields });
+        }
+        Ok(CurveTable { header, columns, rows })
+    }
+
+    /// The index of column `name`.
+    fn column(&self, name: &str) -> Result<usize, PlotError> {
+        self.columns
             .iter()
             .position(|c| *c == name)
-            .ok_or_else(|| PlotError::MissingColumn { column: name.to_string(), header: header.to_string() })
-    };
-    let (x, elo, lo, hi) = (find(x_column)?, find("elo")?, find("lo95")?, find("hi95")?);
-    let part = columns.iter().position(|c| *c == "part");
-    let mut points = Vec::new();
-    for (i, line) in lines {
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != columns.len() {
-            return Err(PlotError::FieldCount { line: i + 1, found: fields.len(), expected: columns.len() });
-        }
-        let number = |k: usize| {
-            fields[k].parse::<f64>().map_err(|_| PlotError::NotANumber {
-                line: i + 1,
-                value: fields[k].to_string(),
-                column: columns[k].to_string(),
-            })
-        };
-        let label = match part {
-            Some(k) => format!("{label} part {}", fields[k]),
-            None => label.to_string(),
-        };
-        points.push(EloPoint { x: number(x)?, elo: number(elo)?, lo: number(lo)?, hi: number(hi)?, label });
+            .ok_or_else(|| PlotError::MissingColumn { column: name.to_string(), header: self.header.to_string() })
     }
-    Ok(points)
+
+    /// Field `k` of `row` as a number.
+    fn value<T: std::str::FromStr>(&self, row: &CurveLine, k: usize) -> Result<T, PlotError> {
+        row.fields[k].parse().map_err(|_| PlotError::NotANumber {
+            line: row.line,
+            value: row.fields[k].to_string(),
+            column: self.columns[k].to_string(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +287,40 @@ mod tests {
                 .to_string()
                 .contains("line 2")
         );
+    }
+
+    /// A run's curve table reads back as written, and a bad one names the line and column.
+    #[test]
+    fn run_curves_round_trip() {
+        let rows = vec![
+            EloCurveRow {
+                name: "gen-0000".into(),
+                generation: 0,
+                step: 0,
+                minutes: 0.0,
+                elo: 0.0,
+                lo95: 0.0,
+                hi95: 0.0,
+            },
+            EloCurveRow {
+                name: "gen-0005".into(),
+                generation: 5,
+                step: 203,
+                minutes: 24.21,
+                elo: 132.5,
+                lo95: -31.0,
+                hi95: 295.9,
+            },
+        ];
+        let text = write_elo_curve(&rows);
+        assert!(text.starts_with(ELO_CURVE_HEADER), "{text}");
+        assert_eq!(read_elo_curve(&text).unwrap(), rows);
+        // Plotting reads the same file.
+        assert_eq!(parse_elo_curve(&text, "run", "step").unwrap()[1].x, 203.0);
+        let e = read_elo_curve(&format!("{ELO_CURVE_HEADER}\ngen-0000,0,0,x,0,0,0\n")).unwrap_err();
+        assert!(matches!(&e, PlotError::NotANumber { line: 2, column, .. } if column == "minutes"), "{e}");
+        let e = read_elo_curve(&format!("{ELO_CURVE_HEADER}\ngen-0000,0.5,0,0,0,0,0\n")).unwrap_err();
+        assert!(matches!(&e, PlotError::NotANumber { line: 2, column, .. } if column == "generation"), "{e}");
+        assert!(matches!(read_elo_curve("a,b\n"), Err(PlotError::MissingColumn { column, .. }) if column == "name"));
     }
 }

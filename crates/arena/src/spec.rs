@@ -7,7 +7,7 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads`, `stop_when_decided` (`on` or `off`) |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads`, `stop_when_decided` (`on` or `off`), `score_utility` (0–2) |
 //! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` and the [`SearchSettings`] |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
 //! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` and the [`SearchSettings`] |
@@ -23,13 +23,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::SpecError;
+use crate::error::{SpecError, SpecErrorKind};
 use crate::player::{MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
 use crate::tei::{TeiConfig, TeiPlayer, split_command_line};
 
-/// A player description.
+/// A player description. In serde form (config files) an unknown key is an error for
+/// `random` and `tei` players (and in a TEI player's `config`); the forms with flattened
+/// search choices (`uniform`, `rollout`, `checkpoint`) do not refuse one yet.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
 pub enum PlayerSpec {
     /// Uniformly random legal moves.
     Random {
@@ -50,7 +52,8 @@ pub enum PlayerSpec {
         /// Display name (default `uniform-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`,
+        /// `score_utility`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -68,7 +71,8 @@ pub enum PlayerSpec {
         /// Display name (default `rollout-VISITS`).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`,
+        /// `score_utility`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -93,7 +97,8 @@ pub enum PlayerSpec {
         /// Display name (default: the file stem).
         #[serde(default)]
         name: Option<String>,
-        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`).
+        /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`,
+        /// `score_utility`).
         #[serde(flatten)]
         settings: SearchSettings,
     },
@@ -143,14 +148,18 @@ pub struct SearchSettings {
     /// Time management on a game clock (`time=fixed|reserves`; default the search's).
     #[serde(default)]
     pub time: Option<bredon_mcts::TimeManagement>,
-    /// Trees searched side by side per move (`search_threads=N`, root parallelism;
-    /// default 1).
+    /// Threads searching one tree per move (`search_threads=N`, each with its own copy
+    /// of the network; default 1).
     #[serde(default)]
     pub search_threads: Option<usize>,
     /// On a game clock, stop a move's search once its move cannot change
     /// (`stop_when_decided=on|off`; default the search's, off).
     #[serde(default)]
     pub stop_when_decided: Option<bool>,
+    /// Weight of the score utility (`score_utility=W`, the expected flat margin added to
+    /// the value in selection; default the search's, 0: off).
+    #[serde(default)]
+    pub score_utility: Option<f32>,
 }
 
 impl SearchSettings {
@@ -162,6 +171,7 @@ impl SearchSettings {
         config.time_management = self.time.unwrap_or(config.time_management);
         config.threads = self.search_threads.unwrap_or(config.threads).max(1);
         config.stop_when_decided = self.stop_when_decided.unwrap_or(config.stop_when_decided);
+        config.score_utility = self.score_utility.unwrap_or(config.score_utility);
         config
     }
 
@@ -173,6 +183,14 @@ impl SearchSettings {
             "time" => self.time = Some(parse_time(spec, k, v)?),
             "search_threads" => self.search_threads = Some(parse_u64(spec, k, v)?.clamp(1, 256) as usize),
             "stop_when_decided" => self.stop_when_decided = Some(parse_switch(spec, k, v)?),
+            "score_utility" => {
+                self.score_utility = Some(
+                    v.parse::<f32>()
+                        .ok()
+                        .filter(|w| w.is_finite() && (0.0..=2.0).contains(w))
+                        .ok_or_else(|| bad_setting(spec, k, v, "a weight from 0 to 2"))?,
+                )
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -181,7 +199,7 @@ impl SearchSettings {
 
 /// The error for setting `key=value` of player `spec`, which takes `expected`.
 fn bad_setting(spec: &str, key: &str, value: &str, expected: &'static str) -> SpecError {
-    SpecError::BadSetting { spec: spec.to_string(), key: key.to_string(), value: value.to_string(), expected }
+    SpecError::new(spec, SpecErrorKind::BadSetting { key: key.to_string(), value: value.to_string(), expected })
 }
 
 /// A `fixed`/`reserves` setting.
@@ -217,7 +235,7 @@ fn parse_u64(spec: &str, key: &str, v: &str) -> Result<u64, SpecError> {
 
 /// `VISITS` of `uniform:VISITS`, `rollout:VISITS` or `checkpoint:…;visits=VISITS`.
 fn parse_visits(spec: &str, v: &str) -> Result<u32, SpecError> {
-    v.parse().map_err(|_| SpecError::BadVisits { spec: spec.to_string(), visits: v.to_string() })
+    v.parse().map_err(|_| SpecError::new(spec, SpecErrorKind::BadVisits { visits: v.to_string() }))
 }
 
 impl PlayerSpec {
@@ -248,10 +266,10 @@ impl PlayerSpec {
             }
             PlayerSpec::Uniform { visits, seed: s, settings, .. } => {
                 if visits == 0 {
-                    return Err(SpecError::Invalid {
-                        player: name,
-                        problem: "a uniform player needs at least 1 visit",
-                    });
+                    return Err(SpecError::new(
+                        name,
+                        SpecErrorKind::Invalid("a uniform player needs at least 1 visit"),
+                    ));
                 }
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
@@ -264,10 +282,10 @@ impl PlayerSpec {
             }
             PlayerSpec::Rollout { visits, rollouts, seed: s, settings, .. } => {
                 if visits == 0 || rollouts == Some(0) {
-                    return Err(SpecError::Invalid {
-                        player: name,
-                        problem: "a rollout player needs at least 1 visit and 1 rollout",
-                    });
+                    return Err(SpecError::new(
+                        name,
+                        SpecErrorKind::Invalid("a rollout player needs at least 1 visit and 1 rollout"),
+                    ));
                 }
                 let s = s.unwrap_or(seed);
                 let n = name.clone();
@@ -287,7 +305,7 @@ impl PlayerSpec {
             }
             PlayerSpec::Tei { mut config, nodes, movetime_ms } => {
                 if config.program.trim().is_empty() {
-                    return Err(SpecError::Invalid { player: name, problem: "a tei player needs a program" });
+                    return Err(SpecError::new(name, SpecErrorKind::Invalid("a tei player needs a program")));
                 }
                 config.name = Some(name.clone());
                 let limits = match (nodes, movetime_ms) {
@@ -299,10 +317,14 @@ impl PlayerSpec {
             }
             PlayerSpec::Checkpoint { path, visits, settings, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
-                let (model, meta) = bredon_nn::load_exported(&path)
-                    .map_err(|e| SpecError::Checkpoint { path: path.clone(), source: Box::new(e) })?;
+                let (model, meta) = bredon_nn::load_exported(&path).map_err(|e| {
+                    SpecError::new(&name, SpecErrorKind::Checkpoint { path: path.clone(), source: Box::new(e) })
+                })?;
+                // One copy of the network per search thread, so that they evaluate side by side.
+                let lanes = settings.config().threads;
+                let kind = bredon_nn::inference::default_kind();
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> =
-                    Arc::new(bredon_nn::NetEvaluator::new(model, meta.size));
+                    Arc::new(bredon_nn::NetEvaluator::with_lanes(model, meta.size, kind, lanes));
                 let limits = match visits {
                     Some(v) => MoveLimits::nodes(v as u64),
                     None => default_limits,
@@ -334,20 +356,21 @@ impl FromStr for PlayerSpec {
             }
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| SpecError::NotKeyValue { spec: s.to_string(), part: part.to_string() })?;
+                .ok_or_else(|| SpecError::new(s, SpecErrorKind::NotKeyValue { part: part.to_string() }))?;
             settings.push((k.trim().to_string(), v.trim().to_string()));
         }
         let (kind, arg) = match head.split_once(':') {
             Some((k, a)) => (k.trim().to_ascii_lowercase(), Some(a.trim())),
             None => (head.to_ascii_lowercase(), None),
         };
-        let unknown =
-            |k: &str| SpecError::UnknownSetting { spec: s.to_string(), kind: kind.clone(), key: k.to_string() };
-        let missing = |expected| SpecError::MissingArgument { spec: s.to_string(), expected };
+        let unknown = |k: &str| {
+            SpecError::new(s, SpecErrorKind::UnknownSetting { player_kind: kind.clone(), key: k.to_string() })
+        };
+        let missing = |expected| SpecError::new(s, SpecErrorKind::MissingArgument { expected });
         let spec = match kind.as_str() {
             "random" => {
                 if arg.is_some_and(|a| !a.is_empty()) {
-                    return Err(SpecError::RandomTakesNoArgument { spec: s.to_string() });
+                    return Err(SpecError::new(s, SpecErrorKind::RandomTakesNoArgument));
                 }
                 let (mut seed, mut name) = (None, None);
                 for (k, v) in &settings {
@@ -363,7 +386,7 @@ impl FromStr for PlayerSpec {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("uniform:VISITS"))?;
                 let visits = parse_visits(s, a)?;
                 if visits == 0 {
-                    return Err(SpecError::ZeroVisits { spec: s.to_string() });
+                    return Err(SpecError::new(s, SpecErrorKind::ZeroVisits));
                 }
                 let (mut seed, mut name, mut search_settings) = (None, None, SearchSettings::default());
                 for (k, v) in &settings {
@@ -380,7 +403,7 @@ impl FromStr for PlayerSpec {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("rollout:VISITS"))?;
                 let visits = parse_visits(s, a)?;
                 if visits == 0 {
-                    return Err(SpecError::ZeroVisits { spec: s.to_string() });
+                    return Err(SpecError::new(s, SpecErrorKind::ZeroVisits));
                 }
                 let (mut seed, mut name, mut rollouts, mut search_settings) =
                     (None, None, None, SearchSettings::default());
@@ -397,16 +420,14 @@ impl FromStr for PlayerSpec {
             }
             "tei" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("tei:PROGRAM [ARGS…]"))?;
-                let words =
-                    split_command_line(a).map_err(|source| SpecError::CommandLine { spec: s.to_string(), source })?;
-                let (program, args) =
-                    words.split_first().ok_or_else(|| SpecError::NoProgram { spec: s.to_string() })?;
+                let words = split_command_line(a).map_err(|e| SpecError::new(s, SpecErrorKind::CommandLine(e)))?;
+                let (program, args) = words.split_first().ok_or_else(|| SpecError::new(s, SpecErrorKind::NoProgram))?;
                 let mut config = TeiConfig::new(program.clone(), args.iter().cloned());
                 let (mut nodes, mut movetime_ms) = (None, None);
                 for (k, v) in &settings {
                     if let Some(opt) = k.strip_prefix("option.") {
                         if opt.is_empty() {
-                            return Err(SpecError::EmptyOptionName { spec: s.to_string(), key: k.clone() });
+                            return Err(SpecError::new(s, SpecErrorKind::EmptyOptionName { key: k.clone() }));
                         }
                         config.options.push((opt.to_string(), v.clone()));
                         continue;
@@ -436,11 +457,11 @@ impl FromStr for PlayerSpec {
                 }
                 PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, settings: search_settings }
             }
-            "" => return Err(SpecError::Empty),
-            other => return Err(SpecError::UnknownKind { spec: s.to_string(), kind: other.to_string() }),
+            "" => return Err(SpecError::new(s, SpecErrorKind::Empty)),
+            other => return Err(SpecError::new(s, SpecErrorKind::UnknownKind { given: other.to_string() })),
         };
         if spec.name().is_empty() {
-            return Err(SpecError::EmptyName { spec: s.to_string() });
+            return Err(SpecError::new(s, SpecErrorKind::EmptyName));
         }
         Ok(spec)
     }
@@ -480,7 +501,8 @@ mod tests {
                     search: Some(bredon_mcts::Algorithm::Gumbel),
                     time: None,
                     search_threads: None,
-                    stop_when_decided: None
+                    stop_when_decided: None,
+                    score_utility: None
                 }
             }
         );
@@ -576,47 +598,59 @@ mod tests {
     fn missing_checkpoint_is_a_clear_error() {
         let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
         let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
-        assert!(matches!(&e, SpecError::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")), "{e:?}");
+        assert!(
+            matches!(&e.kind, SpecErrorKind::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")),
+            "{e:?}"
+        );
         let chain = bredon_storage::error_chain(&e);
-        assert!(chain.starts_with("checkpoint player no-such-model.bredon: "), "{chain}");
+        assert!(
+            chain.starts_with(r#"player "no-such-model": cannot load the network no-such-model.bredon: "#),
+            "{chain}"
+        );
     }
 
     /// Each bad spec gives its own variant, naming the bad part.
     #[test]
     fn bad_specs_name_the_bad_part() {
-        let err = |s: &str| s.parse::<PlayerSpec>().unwrap_err();
-        assert!(matches!(err("   "), SpecError::Empty));
-        assert!(matches!(err("rollout:abc"), SpecError::BadVisits { visits, .. } if visits == "abc"));
-        assert!(matches!(err("uniform:0"), SpecError::ZeroVisits { spec } if spec == "uniform:0"));
-        assert!(matches!(err("uniform"), SpecError::MissingArgument { expected: "uniform:VISITS", .. }));
-        assert!(matches!(err("alphazero:1"), SpecError::UnknownKind { kind, .. } if kind == "alphazero"));
-        assert!(matches!(err("random:5"), SpecError::RandomTakesNoArgument { .. }));
-        assert!(matches!(err("random;seed"), SpecError::NotKeyValue { part, .. } if part == "seed"));
+        let full = |s: &str| s.parse::<PlayerSpec>().unwrap_err();
+        let err = |s: &str| full(s).kind;
+        assert!(matches!(err("   "), SpecErrorKind::Empty));
+        assert!(matches!(err("rollout:abc"), SpecErrorKind::BadVisits { visits } if visits == "abc"));
+        assert!(
+            matches!(full("uniform:0"), SpecError { spec, kind: SpecErrorKind::ZeroVisits } if spec == "uniform:0")
+        );
+        assert!(matches!(err("uniform"), SpecErrorKind::MissingArgument { expected: "uniform:VISITS" }));
+        assert!(matches!(err("alphazero:1"), SpecErrorKind::UnknownKind { given } if given == "alphazero"));
+        assert!(matches!(err("random:5"), SpecErrorKind::RandomTakesNoArgument));
+        assert!(matches!(err("random;seed"), SpecErrorKind::NotKeyValue { part } if part == "seed"));
         assert!(matches!(
             err("rollout:5;depth=3"),
-            SpecError::UnknownSetting { kind, key, .. } if kind == "rollout" && key == "depth"
+            SpecErrorKind::UnknownSetting { player_kind, key } if player_kind == "rollout" && key == "depth"
         ));
-        let e = err("uniform:30;search=alphabeta");
+        let e = full("uniform:30;search=alphabeta");
         assert!(matches!(
-            &e,
-            SpecError::BadSetting { key, value, expected: "puct or gumbel", .. } if key == "search" && value == "alphabeta"
+            &e.kind,
+            SpecErrorKind::BadSetting { key, value, expected: "puct or gumbel" } if key == "search" && value == "alphabeta"
         ));
         assert_eq!(
             e.to_string(),
             r#"player "uniform:30;search=alphabeta": setting search="alphabeta": expected puct or gumbel"#
         );
-        assert!(matches!(err("tei:eng;halfkomi=maybe"), SpecError::BadSetting { expected: "on or off", .. }));
-        assert!(matches!(err("tei:eng;nodes=many"), SpecError::BadSetting { expected: "a non-negative integer", .. }));
-        assert!(matches!(err("tei:eng;option.=1"), SpecError::EmptyOptionName { key, .. } if key == "option."));
+        assert!(matches!(err("tei:eng;halfkomi=maybe"), SpecErrorKind::BadSetting { expected: "on or off", .. }));
         assert!(matches!(
-            err("tei:\"unterminated"),
-            SpecError::CommandLine { source: crate::TeiClientError::UnterminatedQuote { .. }, .. }
+            err("tei:eng;nodes=many"),
+            SpecErrorKind::BadSetting { expected: "a non-negative integer", .. }
         ));
-        assert!(matches!(err("random;name="), SpecError::EmptyName { .. }));
+        assert!(matches!(err("tei:eng;option.=1"), SpecErrorKind::EmptyOptionName { key } if key == "option."));
+        let e = full("tei:\"unterminated");
+        assert!(matches!(&e.kind, SpecErrorKind::CommandLine(crate::TeiClientError::UnterminatedQuote { .. })));
+        let chain = bredon_storage::error_chain(&e);
+        assert!(chain.starts_with(r#"player "tei:\"unterminated": bad command line: unterminated quote"#), "{chain}");
+        assert!(matches!(err("random;name="), SpecErrorKind::EmptyName));
         let uniform0 = PlayerSpec::Uniform { visits: 0, seed: None, name: None, settings: SearchSettings::default() };
         assert!(matches!(
             uniform0.entrant(MoveLimits::nodes(1), 0),
-            Err(SpecError::Invalid { player, .. }) if player == "uniform-0"
+            Err(SpecError { spec, kind: SpecErrorKind::Invalid(_) }) if spec == "uniform-0"
         ));
     }
 }

@@ -55,12 +55,6 @@ pub fn expected_score(elo: f64) -> f64 {
     1.0 / (1.0 + 10f64.powf(-elo / 400.0))
 }
 
-/// Logistic Elo difference for an expected score in (0, 1).
-pub fn elo_from_score(score: f64) -> f64 {
-    let s = score.clamp(1e-9, 1.0 - 1e-9);
-    -400.0 * (1.0 / s - 1.0).log10()
-}
-
 /// Sequential probability ratio test on a stream of results (see the module docs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sprt {
@@ -222,7 +216,7 @@ impl FixedGames {
 
 /// Either gate, configured by serde (`{"kind": "sprt", ...}` or `{"kind": "fixed", ...}`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
 pub enum GateConfig {
     /// An SPRT.
     Sprt {

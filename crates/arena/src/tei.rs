@@ -40,7 +40,7 @@ use crate::player::{MoveLimits, Player, PlayerError};
 
 /// How to run and talk to an external TEI engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TeiConfig {
     /// The program to run (a path, or a name looked up in `PATH`).
     pub program: String,
@@ -311,7 +311,7 @@ impl TeiPlayer {
             });
             return Ok((cmd, grace + own));
         }
-        Err(PlayerError::Other("no limit (nodes, movetime or clock) configured for the TEI engine".into()))
+        Err(PlayerError::NoLimit)
     }
 }
 

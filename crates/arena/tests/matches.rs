@@ -6,7 +6,8 @@ use std::path::Path;
 use bredon_arena::results::append_record;
 use bredon_arena::{
     Adjudication, ArenaError, GameRecord, MatchConfig, MatchConfigError, OpeningsConfig, OpeningsError, PlayerSpec,
-    ResultsError, Schedule, SpecError, Termination, entrants_from_specs, load_records, run_arena, run_match,
+    ResultsError, Schedule, SpecError, SpecErrorKind, Termination, entrants_from_specs, load_records, run_arena,
+    run_match,
 };
 use bredon_rules::notation::Ptn;
 
@@ -197,7 +198,7 @@ fn bad_configs_are_clear_errors() {
     let ckpt = specs(&["random", "checkpoint:model.bin"]);
     let e = run_arena(&MatchConfig::default(), &ckpt, out, &mut |_| {}).unwrap_err();
     match &e {
-        ArenaError::Player { index: 2, source: SpecError::Checkpoint { path, .. } } => {
+        ArenaError::Player { index: 2, source: SpecError { kind: SpecErrorKind::Checkpoint { path, .. }, .. } } => {
             assert_eq!(path, Path::new("model.bin"))
         }
         other => panic!("{other:?}"),
@@ -216,25 +217,6 @@ fn bad_configs_are_clear_errors() {
     assert_eq!(c.size, 6);
     assert_eq!(c.games_per_pairing, MatchConfig::default().games_per_pairing);
     assert!(serde_json::from_str::<MatchConfig>(r#"{"sise": 6}"#).is_err());
-}
-
-#[test]
-fn shared_openings_files_load() {
-    for (size, file) in [(5, "5s_4ply_balanced_openings.txt"), (6, "6s_4ply_balanced_openings.txt")] {
-        // `$BREDON_SHARED_DATA`, else `shared/data` found above the repository.
-        let Some(path) = bredon_rules::testdata::shared_data_file(&format!("openings/{file}")) else {
-            bredon_rules::testdata::skip_or_fail(
-                "shared_openings_files_load",
-                &format!("the shared openings file openings/{file}"),
-                "put the shared data beside the repository or set BREDON_SHARED_DATA",
-            );
-            return;
-        };
-        let cfg = OpeningsConfig::File { path, count: Some(10), shuffle_seed: Some(1) };
-        let openings = bredon_arena::load_openings(&cfg, bredon_rules::GameOptions::new(size)).unwrap();
-        assert_eq!(openings.len(), 10);
-        assert!(openings.iter().all(|o| o.len() == 4));
-    }
 }
 
 #[test]

@@ -187,7 +187,7 @@ fn tei_player_directly() {
     let mut normal = TeiPlayer::new(TeiConfig::new(FAKE, ["normal"])).unwrap();
     normal.new_game(GameOptions::new(4)).unwrap();
     let pos = Position::new(4).unwrap();
-    assert!(matches!(normal.choose_move(&pos, &[], &MoveLimits::default()), Err(PlayerError::Other(_))));
+    assert!(matches!(normal.choose_move(&pos, &[], &MoveLimits::default()), Err(PlayerError::NoLimit)));
     let mv = normal.choose_move(&pos, &[], &MoveLimits::movetime(Duration::from_millis(5))).unwrap();
     assert!(pos.is_legal(mv));
 }

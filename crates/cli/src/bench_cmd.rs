@@ -263,7 +263,6 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
         search: cfg.search.clone(),
         selfplay: cfg.selfplay.clone(),
         model: "bench".into(),
-        generation: "bench".into(),
         seed: cfg.schedule.seed,
     };
     let stop = Arc::new(AtomicBool::new(false));

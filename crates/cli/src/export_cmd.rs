@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_nn::{export_model, load_exported};
-use bredon_selfplay::rundir::RunDir;
+use bredon_selfplay::remote::CheckpointFiles;
+use bredon_selfplay::rundir::{Generation, RunDir};
 use std::path::PathBuf;
 
 /// Arguments of `bredon export`.
@@ -49,16 +50,16 @@ pub fn run(args: ExportArgs) -> Result<()> {
             let opened = crate::run_arg::open(location, None, "export")?;
             let run = RunDir::new(&opened.dir);
             if let Some(r) = &opened.remote {
-                r.pull_run(false)?;
+                r.pull_run(CheckpointFiles::Model)?;
                 if let Some(g) = args.generation {
-                    r.pull_checkpoint(&RunDir::model_name(g), false)?;
+                    r.pull_checkpoint(Generation(g), CheckpointFiles::Model)?;
                 }
             }
-            let name = match args.generation {
-                Some(g) => RunDir::model_name(g),
+            let generation = match args.generation {
+                Some(g) => Generation(g),
                 None => run.latest()?.with_context(|| format!("{location} has no checkpoint yet"))?,
             };
-            (run.checkpoint_dir(&name), run.root().join("exports").join(format!("{name}.bredon")))
+            (run.checkpoint_dir(generation), run.exports_dir().join(format!("{generation}.bredon")))
         }
         _ => bail!("give a checkpoint directory or --run DIR"),
     };

@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use bredon_selfplay::config::RunConfig;
+use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::train::{TrainOptions, open_run, train};
 use bredon_storage::RunLocation;
@@ -103,7 +104,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     let opened = crate::run_arg::open(&location, args.cache.as_deref(), "train")?;
     let run = RunDir::new(&opened.dir);
     if let Some(r) = &opened.remote {
-        r.pull_run(true)?;
+        r.pull_run(CheckpointFiles::WithOptimizer)?;
     }
     let (given, text) = match &args.config {
         Some(p) => {
@@ -124,28 +125,10 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         cfg.schedule.max_minutes = m;
     }
     open_device(&cfg, device)?;
-    let after_checkpoint: Option<bredon_selfplay::train::CheckpointHook> =
-        (cfg.eval.arena_every > 0 || cfg.eval.gate.enabled).then(|| {
-            let cfg = cfg.clone();
-            let root = run.root().to_path_buf();
-            let hook: bredon_selfplay::train::CheckpointHook = std::sync::Arc::new(move |generation: u32| {
-                if cfg.eval.gate.enabled {
-                    crate::arena_cmd::gate_checkpoint(&root, &cfg, generation)?;
-                }
-                let every = cfg.eval.arena_every;
-                if every > 0 && generation.is_multiple_of(every) {
-                    let table =
-                        crate::arena_cmd::update_ladder(&root, every, cfg.eval.arena_games, cfg.eval.visits as u64)?;
-                    eprintln!("{table}");
-                }
-                Ok(())
-            });
-            hook
-        });
     let opts = TrainOptions {
         external_selfplay: args.external_selfplay,
         quiet: args.quiet,
-        after_checkpoint,
+        after_checkpoint: bredon_arena::training_hook(&cfg, &run),
         init_from: args.init_from.clone(),
         init_minutes: args.init_minutes,
         remote: opened.remote.clone(),
@@ -155,7 +138,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     eprintln!(
         "done: {} generation(s) this session; latest checkpoint {}",
         summaries.len(),
-        run.latest()?.unwrap_or_default()
+        run.latest()?.map_or_else(|| "none".to_string(), |g| g.to_string())
     );
     Ok(())
 }
@@ -166,7 +149,7 @@ pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>)
     let run = RunDir::new(&opened.dir);
     if let Some(r) = &opened.remote {
         let stop = stop_flag();
-        while !r.pull_run(false)? {
+        while !r.pull_run(CheckpointFiles::Model)? {
             eprintln!("waiting for the run to be created at {} (start `bredon train` there)", args.run);
             std::thread::sleep(std::time::Duration::from_secs(2));
             if stop.load(Ordering::Relaxed) {

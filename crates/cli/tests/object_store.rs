@@ -10,23 +10,19 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::text;
+use common::{TinyConfig, text};
 
-/// A tiny 3x3 config: 8 games a generation, a 1-block net.
-fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
-    common::tiny_config(
-        dir,
-        &[
-            ("net", "blocks", 1.into()),
-            ("net", "channels", 8.into()),
-            ("selfplay", "games_per_generation", 8.into()),
-            ("selfplay", "concurrent_games", 2.into()),
-            ("selfplay", "visits", 8.into()),
-            ("selfplay", "overlap", false.into()),
-            ("train", "max_steps_per_generation", 4.into()),
-            ("schedule", "generations", (generations as i64).into()),
-        ],
-    )
+/// These tests' config: smaller still (8 games of 8 visits, 2 at a time, an 8-channel
+/// net, 4 training steps a generation, no overlap).
+fn store_config(dir: &Path, generations: u32) -> PathBuf {
+    TinyConfig::new(generations)
+        .set("net", "channels", 8)
+        .set("selfplay", "games_per_generation", 8)
+        .set("selfplay", "concurrent_games", 2)
+        .set("selfplay", "visits", 8)
+        .set("selfplay", "overlap", false)
+        .set("train", "max_steps_per_generation", 4)
+        .write(dir)
 }
 
 /// `bredon` with the server's environment and a cache under `cache`.
@@ -71,7 +67,7 @@ fn a_trainer_and_two_workers_through_a_restarted_server() {
     let data = dir.path().join("s3");
     let cache = dir.path().join("cache");
     let mut server = S3Server::start(&data, "runs").unwrap();
-    let cfg = tiny_config(dir.path(), 3);
+    let cfg = store_config(dir.path(), 3);
     let url = "s3://runs/tiny";
     let trainer = bredon(&server, &cache)
         .args(["train", "--run", url, "--external-selfplay", "--quiet", "--config"])
@@ -136,7 +132,7 @@ fn a_killed_worker_loses_nothing_and_counts_once() {
     let data = dir.path().join("s3");
     let cache = dir.path().join("cache");
     let server = S3Server::start(&data, "runs").unwrap();
-    let cfg = tiny_config(dir.path(), 1);
+    let cfg = store_config(dir.path(), 1);
     let url = "s3://runs/k";
     // Create the run (one generation, played by the trainer itself).
     let out = bredon(&server, &cache)

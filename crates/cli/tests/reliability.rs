@@ -8,22 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bredon, snapshot, text};
-
-/// A tiny 3x3 config (quick generations); `edits` are `(section, key, value)`.
-fn tiny_config(dir: &Path, generations: u32, edits: &[(&str, &str, toml::Value)]) -> PathBuf {
-    let mut all: Vec<(&str, &str, toml::Value)> = vec![
-        ("net", "blocks", 1.into()),
-        ("net", "channels", 16.into()),
-        ("selfplay", "games_per_generation", 12.into()),
-        ("selfplay", "concurrent_games", 4.into()),
-        ("selfplay", "visits", 16.into()),
-        ("train", "max_steps_per_generation", 12.into()),
-        ("schedule", "generations", (generations as i64).into()),
-    ];
-    all.extend(edits.iter().cloned());
-    common::tiny_config(dir, &all)
-}
+use common::{TinyConfig, bredon, snapshot, text};
 
 fn train(config: &Path, run: &Path) -> Command {
     let mut c = bredon();
@@ -51,7 +36,7 @@ fn flip_byte(path: &Path, at: usize) {
 #[test]
 fn failed_writes_stop_with_a_clear_error_and_the_run_resumes() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 3, &[]);
+    let config = TinyConfig::new(3).write(dir.path());
     let run = dir.path().join("run");
     // Disk full while writing the second checkpoint's state.
     let out = train(&config, &run).env("BREDON_INJECT_WRITE_ERROR", "gen-0002/state.json:28").output().unwrap();
@@ -88,7 +73,7 @@ fn failed_writes_stop_with_a_clear_error_and_the_run_resumes() {
 #[test]
 fn one_trainer_per_run_and_a_killed_trainer_does_not_block() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 1000, &[]);
+    let config = TinyConfig::new(1000).write(dir.path());
     let run = dir.path().join("run");
     let mut first = train(&config, &run).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let lock = run.join("train.lock");
@@ -115,7 +100,7 @@ fn one_trainer_per_run_and_a_killed_trainer_does_not_block() {
 #[test]
 fn check_finds_damage_and_training_skips_damaged_games() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 2, &[]);
+    let config = TinyConfig::new(2).write(dir.path());
     let run = dir.path().join("run");
     run_ok(&mut train(&config, &run));
     run_ok(bredon().arg("export").arg("--run").arg(&run));
@@ -152,7 +137,7 @@ fn check_finds_damage_and_training_skips_damaged_games() {
         assert!(msg.contains(needle), "{needle:?} missing in:\n{msg}");
     }
     // Resuming from the damaged newest checkpoint is refused, naming the file.
-    let config3 = tiny_config(dir.path(), 3, &[]);
+    let config3 = TinyConfig::new(3).write(dir.path());
     let out = train(&config3, &run).arg("--generations").arg("3").output().unwrap();
     let msg = text(&out);
     assert!(!out.status.success() && msg.contains("optimizer.bpk") && msg.contains("checksum mismatch"), "{msg}");
@@ -170,7 +155,7 @@ fn check_finds_damage_and_training_skips_damaged_games() {
 #[test]
 fn a_diverging_run_stops_at_its_last_good_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 2, &[("train", "learning_rate", 1e30.into())]);
+    let config = TinyConfig::new(2).set("train", "learning_rate", 1e30).write(dir.path());
     let run = dir.path().join("run");
     let out = train(&config, &run).output().unwrap();
     let msg = text(&out);

@@ -7,26 +7,21 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{bredon, repo_file, snapshot};
+use common::{TinyConfig, bredon, repo_file, snapshot};
 
-/// A tiny config: many short generations.
-fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
-    common::tiny_config(
-        dir,
-        &[
-            ("net", "blocks", 1.into()),
-            ("net", "channels", 16.into()),
-            // Every checkpoint file stays, so the kill test can compare all of them.
-            ("train", "optimizer_states_kept", 0.into()),
-            ("selfplay", "games_per_generation", 24.into()),
-            ("selfplay", "concurrent_games", 4.into()),
-            ("selfplay", "visits", 32.into()),
-            ("schedule", "generations", (generations as i64).into()),
-            ("eval", "every", 2.into()),
-            ("eval", "games", 4.into()),
-            ("eval", "visits", 16.into()),
-        ],
-    )
+/// These tests' config: many short generations (24 games of 32 visits, all the training
+/// steps they call for), evaluated every 2 generations.
+fn train_config(dir: &Path, generations: u32) -> PathBuf {
+    TinyConfig::new(generations)
+        // Every checkpoint file stays, so the kill test can compare all of them.
+        .set("train", "optimizer_states_kept", 0)
+        .set("train", "max_steps_per_generation", 60)
+        .set("selfplay", "games_per_generation", 24)
+        .set("selfplay", "visits", 32)
+        .set("eval", "every", 2)
+        .set("eval", "games", 4)
+        .set("eval", "visits", 16)
+        .write(dir)
 }
 
 fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
@@ -111,7 +106,7 @@ fn a_trained_3x3_net_beats_the_uniform_search() {
 #[test]
 fn overlapped_self_play_keeps_the_quota_and_survives_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 5);
+    let config = train_config(dir.path(), 5);
     let text = std::fs::read_to_string(&config).unwrap().replace("[selfplay]\n", "[selfplay]\noverlap = true\n");
     assert!(text.contains("overlap = true"));
     std::fs::write(&config, text).unwrap();
@@ -155,7 +150,7 @@ fn count_files(dir: &Path, ext: &str) -> usize {
 #[test]
 fn sigkill_at_any_moment_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 4);
+    let config = train_config(dir.path(), 4);
     let run = dir.path().join("run");
     let games0 = run.join("games").join("gen-0000");
     let games1 = run.join("games").join("gen-0001");
@@ -223,7 +218,7 @@ fn sigkill_at_any_moment_loses_nothing() {
 #[test]
 fn gating_picks_the_self_play_model() {
     let dir = tempfile::tempdir().unwrap();
-    let base = tiny_config(dir.path(), 3);
+    let base = train_config(dir.path(), 3);
     let mut text = std::fs::read_to_string(&base).unwrap();
     text.push_str("\n[eval.gate]\nenabled = true\ntest = \"fixed\"\ngames = 4\nthreshold = 0.6\nvisits = 16\n");
     let config = dir.path().join("gated.toml");
@@ -264,7 +259,7 @@ fn gating_picks_the_self_play_model() {
 #[test]
 fn exported_model_plays_and_analyses() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 1);
+    let config = train_config(dir.path(), 1);
     let run = dir.path().join("run");
     checked(&mut train(&config, &run, &[]));
     let file = dir.path().join("m.bredon");
@@ -304,7 +299,7 @@ fn exported_model_plays_and_analyses() {
 #[test]
 fn a_run_starts_from_a_trained_model() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path(), 1);
+    let config = train_config(dir.path(), 1);
     let first = dir.path().join("first");
     checked(&mut train(&config, &first, &[]));
     let file = dir.path().join("m.bredon");

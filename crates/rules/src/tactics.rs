@@ -302,14 +302,57 @@ pub fn classify(pos: &Position) -> Option<TacticPosition> {
     if forced.is_empty() { None } else { make(Tactic::WinInThree, forced) }
 }
 
+/// A tactics suite source that cannot be read ([`read_positions`], [`parse_tps_lines`]).
+/// Each error names the file, or the line, and its cause is the [`std::error::Error::source`].
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// A file or directory that cannot be read.
+    #[error("reading {}", path.display())]
+    Read {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `.ptn` file that does not parse or replay.
+    #[error("{}", path.display())]
+    Ptn {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and what.
+        #[source]
+        source: crate::notation::PtnError,
+    },
+    /// A line of TPS text that is not a position.
+    #[error("line {line}")]
+    Tps {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        #[source]
+        source: crate::notation::TpsError,
+    },
+    /// The error is in this file (a `.tps` file's bad line).
+    #[error("{}", path.display())]
+    In {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        #[source]
+        source: Box<SuiteError>,
+    },
+}
+
 /// Reads the positions of a tactics suite source: a PTN game (every position of it), a
 /// text file of TPS lines (blank lines and `#` comments skipped), or a directory of
 /// `.ptn` and `.tps` files (sorted by name). Errors name the file (and line) and the
 /// problem.
-pub fn read_positions(path: &std::path::Path) -> Result<Vec<Position>, String> {
+pub fn read_positions(path: &std::path::Path) -> Result<Vec<Position>, SuiteError> {
+    let read_error = |source| SuiteError::Read { path: path.to_path_buf(), source };
     if path.is_dir() {
         let mut files: Vec<_> = std::fs::read_dir(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
+            .map_err(read_error)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "ptn" || e == "tps"))
             .collect();
@@ -320,25 +363,25 @@ pub fn read_positions(path: &std::path::Path) -> Result<Vec<Position>, String> {
         }
         return Ok(out);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
     if path.extension().is_some_and(|e| e == "ptn") {
         let replay = crate::notation::Ptn::parse(&text)
             .and_then(|p| p.replay())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|source| SuiteError::Ptn { path: path.to_path_buf(), source })?;
         return Ok(replay.positions().to_vec());
     }
-    parse_tps_lines(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_tps_lines(&text).map_err(|e| SuiteError::In { path: path.to_path_buf(), source: Box::new(e) })
 }
 
 /// Positions from TPS lines (blank lines and `#` comments skipped).
-pub fn parse_tps_lines(text: &str) -> Result<Vec<Position>, String> {
+pub fn parse_tps_lines(text: &str) -> Result<Vec<Position>, SuiteError> {
     let mut out = Vec::new();
     for (no, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        out.push(crate::notation::parse_tps(line).map_err(|e| format!("line {}: {e}", no + 1))?);
+        out.push(crate::notation::parse_tps(line).map_err(|source| SuiteError::Tps { line: no + 1, source })?);
     }
     Ok(out)
 }
@@ -486,5 +529,35 @@ mod tests {
                 assert!(won || q.find_immediate_win().is_some(), "{} {}", mv.to_ptn(4), reply.to_ptn(4));
             }
         }
+    }
+
+    /// Suite files that cannot be read give typed errors naming the file and the line.
+    #[test]
+    fn bad_suite_sources_name_the_file_and_line() {
+        use super::{SuiteError, parse_tps_lines, read_positions};
+        let good = "x5/x5/x5/x5/x5 1 1";
+        assert_eq!(parse_tps_lines(&format!("# a comment\n{good}\n\n{good} # again\n")).unwrap().len(), 2);
+        let e = parse_tps_lines(&format!("{good}\nnot a position\n")).unwrap_err();
+        assert!(matches!(e, SuiteError::Tps { line: 2, .. }), "{e:?}");
+        let dir = std::env::temp_dir().join(format!("bredon-suite-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tps = dir.join("bad.tps");
+        std::fs::write(&tps, format!("{good}\n{good}\nx5/x5 1 1\n")).unwrap();
+        let e = read_positions(&tps).unwrap_err();
+        match &e {
+            SuiteError::In { path, source } => {
+                assert_eq!(path, &tps);
+                assert!(matches!(**source, SuiteError::Tps { line: 3, .. }), "{source:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.to_string().ends_with("bad.tps"), "{e}");
+        let missing = dir.join("missing.ptn");
+        assert!(matches!(read_positions(&missing), Err(SuiteError::Read { path, .. }) if path == missing));
+        std::fs::write(dir.join("bad.tps"), format!("{good}\n")).unwrap();
+        std::fs::write(dir.join("game.ptn"), "[Size \"5\"]\n1. a1 zz9\n").unwrap();
+        let e = read_positions(&dir).unwrap_err();
+        assert!(matches!(&e, SuiteError::Ptn { path, .. } if path.ends_with("game.ptn")), "{e:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -563,4 +563,25 @@ mod tests {
         assert!(err("[game]\n\nsize = \"big\"").contains("line 3"));
         RunConfig::from_toml("[train]\nlr_decay = 0.5\nlr_decay_steps = [100, 200]").unwrap();
     }
+
+    /// Every table of a run config refuses a key it does not have, naming the key: a typo
+    /// never falls back to a default unnoticed.
+    #[test]
+    fn every_table_refuses_an_unknown_key() {
+        for table in [
+            "",
+            "[game]",
+            "[net]",
+            "[search]",
+            "[selfplay]",
+            "[train]",
+            "[schedule]",
+            "[eval]",
+            "[eval.gate]",
+            "[device]",
+        ] {
+            let e = err(&format!("{table}\nno_such_key_h3 = 1\n"));
+            assert!(e.contains("unknown field") && e.contains("no_such_key_h3"), "{table}: {e}");
+        }
+    }
 }

@@ -120,9 +120,26 @@ pub enum RecordError {
 /// What can stop a run (or a check of one).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The operating system refused a file operation (see the context around it).
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
+    /// The operating system refused an operation on a file or directory.
+    #[error("{doing} {}", path.display())]
+    Io {
+        /// What was being done (`reading`, `creating`, `locking`).
+        doing: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A thread could not be started (`the background self-play thread`).
+    #[error("starting {what}")]
+    Spawn {
+        /// The thread.
+        what: &'static str,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// Local or object storage (the error names the file or object).
     #[error(transparent)]
     Store(#[from] StorageError),
@@ -220,7 +237,7 @@ pub enum RunError {
         /// The last reason.
         last: String,
         /// The last good checkpoint.
-        checkpoint: String,
+        checkpoint: crate::rundir::Generation,
     },
     /// A search returned no move in a live game, twice.
     #[error("the search found no move at ply {0}")]
@@ -257,6 +274,18 @@ impl RunError {
     /// `self` with `context` in front (the chain shows `context: self`).
     pub fn context(self, context: impl Into<String>) -> RunError {
         RunError::In { context: context.into(), source: Box::new(self) }
+    }
+}
+
+/// `.io(doing, path)` on I/O results: the error as [`RunError::Io`], naming the file.
+pub(crate) trait IoContext<T> {
+    /// The I/O error as [`RunError::Io`] about `path` (`doing`: `reading`, `creating`, …).
+    fn io(self, doing: &'static str, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::result::Result<T, std::io::Error> {
+    fn io(self, doing: &'static str, path: &std::path::Path) -> Result<T> {
+        self.map_err(|source| RunError::Io { doing, path: path.to_path_buf(), source })
     }
 }
 

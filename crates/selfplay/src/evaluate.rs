@@ -11,26 +11,39 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::RunConfig;
 use crate::net::Learner;
-use crate::rundir::RunDir;
+use crate::rundir::{Generation, RunDir};
 
-/// Plays `games` games (colours alternating, A white in even games) and returns A's score
-/// (wins + draws / 2) / games, or `None` if `stop` cut the match short. Both sides search `visits` per move without noise and pick
-/// the best move; the first `random_plies` plies are chosen with temperature 1 from the
-/// search so that games differ. Games reaching `max_plies` are scored by the flat count.
-/// The games run on their own threads at once, so batching evaluators (the inference
-/// service) gather leaves from all of them into one forward pass.
-#[allow(clippy::too_many_arguments)]
+/// How the games of an evaluation match are played.
+#[derive(Clone, Debug)]
+pub struct MatchSettings<'a> {
+    /// Board size and komi.
+    pub options: GameOptions,
+    /// The search both sides run (root noise is turned off).
+    pub search: &'a SearchConfig,
+    /// Games (colours alternating).
+    pub games: usize,
+    /// Visits per move, for both sides.
+    pub visits: u32,
+    /// Ply limit; a game reaching it is scored by the flat count.
+    pub max_plies: usize,
+    /// Seed of the opening randomness (game pairs share one).
+    pub seed: u64,
+}
+
+/// Plays the match's games (colours alternating, A white in even games) and returns A's
+/// score (wins + draws / 2) / games, or `None` if `stop` cut the match short. Both sides
+/// search `visits` per move without noise and pick the best move; the first 2 plies are
+/// chosen with temperature 1 from the search so that games differ. Games reaching
+/// `max_plies` are scored by the flat count. The games run on their own threads at once,
+/// so batching evaluators (the inference service) gather leaves from all of them into one
+/// forward pass.
 pub fn play_match(
     a: &dyn Evaluator,
     b: &dyn Evaluator,
-    opts: GameOptions,
-    search: &SearchConfig,
-    games: usize,
-    visits: u32,
-    max_plies: usize,
-    seed: u64,
+    settings: &MatchSettings,
     stop: &AtomicBool,
 ) -> Result<Option<f64>> {
+    let MatchSettings { options: opts, search, games, visits, max_plies, seed } = *settings;
     let mut cfg = search.clone();
     cfg.root_noise = false;
     let cfg = &cfg;
@@ -80,34 +93,28 @@ pub fn evaluate_generation(
     cfg: &RunConfig,
     run: &RunDir,
     learner: &Learner,
-    generation: u32,
+    generation: Generation,
     stop: &AtomicBool,
 ) -> Result<Vec<(String, f64)>> {
     let (current, _svc) = learner.start_inference(64, cfg.selfplay.inference_shards())?;
-    let seed = cfg.schedule.seed ^ 0xE7A1 ^ generation as u64;
-    let against = |opponent: &dyn Evaluator| {
-        play_match(
-            current.as_ref(),
-            opponent,
-            cfg.game.options(),
-            &cfg.search,
-            cfg.eval.games,
-            cfg.eval.visits,
-            cfg.selfplay.max_plies,
-            seed,
-            stop,
-        )
+    let settings = MatchSettings {
+        options: cfg.game.options(),
+        search: &cfg.search,
+        games: cfg.eval.games,
+        visits: cfg.eval.visits,
+        max_plies: cfg.selfplay.max_plies,
+        seed: cfg.schedule.seed ^ 0xE7A1 ^ generation.number() as u64,
     };
+    let against = |opponent: &dyn Evaluator| play_match(current.as_ref(), opponent, &settings, stop);
     let mut out = Vec::new();
     if let Some(score) = against(&UniformEvaluator)? {
         out.push(("uniform".to_string(), score));
     }
-    if generation > 0 {
-        let first = RunDir::model_name(0);
-        let first_learner = Learner::load(cfg, &run.checkpoint_dir(&first))?;
+    if generation > Generation::FIRST {
+        let first_learner = Learner::load(cfg, &run.checkpoint_dir(Generation::FIRST))?;
         let (first_eval, _svc0) = first_learner.start_inference(64, cfg.selfplay.inference_shards())?;
         if let Some(score) = against(first_eval.as_ref())? {
-            out.push((first, score));
+            out.push((Generation::FIRST.to_string(), score));
         }
     }
     Ok(out)

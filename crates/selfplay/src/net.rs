@@ -1,6 +1,6 @@
 //! The training loop's view of the network: create, load, save, train, serve.
 
-use crate::error::{Context, Result, RunError};
+use crate::error::{Context, IoContext, Result, RunError};
 use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::inference::InferenceService;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::config::RunConfig;
 use crate::replay::Sample;
-use crate::rundir::read_state_file;
+use crate::rundir::{layout, read_state_file};
 use bredon_storage::integrity::check_crc;
 
 /// A network under training with its optimiser.
@@ -78,10 +78,10 @@ impl Learner {
             });
         }
         let mut trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
-        let opt = dir.join("optimizer.bpk");
+        let opt = dir.join(layout::OPTIMIZER);
         if opt.is_file() {
-            let expected = if dir.join("state.json").is_file() { read_state_file(dir)?.1 } else { None };
-            let bytes = std::fs::read(&opt).with_context(|| format!("reading {}", opt.display()))?;
+            let expected = if dir.join(layout::STATE).is_file() { read_state_file(dir)?.1 } else { None };
+            let bytes = std::fs::read(&opt).io("reading", &opt)?;
             check_crc(&bytes, expected, &opt).context("delete this checkpoint or restore it from a copy")?;
             trainer.load_optimizer(&opt)?;
         }
@@ -144,7 +144,7 @@ impl Learner {
     pub fn save(&self, dir: &Path, step: u64, generation: u32) -> Result<()> {
         let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);
         save_model(&self.trainer.model(), &meta, dir)?;
-        atomic_write_with(&dir.join("optimizer.bpk"), |p| self.trainer.save_optimizer(p))
+        atomic_write_with(&dir.join(layout::OPTIMIZER), |p| self.trainer.save_optimizer(p))
             .with_context(|| format!("saving optimizer state in {}", dir.display()))
     }
 
@@ -408,10 +408,10 @@ mod tests {
             plies.push(PlyRecord { mv: mv.0, visits: vec![(mv.0, 1)], root_value: q });
             pos.play(mv).unwrap();
         }
-        let result = StoredResult::from_result(
-            bredon_rules::GameResult::Win { color: bredon_rules::Color::White, kind: bredon_rules::WinKind::Road },
-            false,
-        );
+        let result = StoredResult::finished(bredon_rules::GameResult::Win {
+            color: bredon_rules::Color::White,
+            kind: bredon_rules::WinKind::Road,
+        });
         let record = GameRecord { size: 4, half_komi: 0, model: "m".into(), plies, result };
         let samples = record.samples().unwrap();
         let outcomes: Vec<f32> = samples.iter().map(|s| s.value).collect();

@@ -24,13 +24,22 @@
 //! leaves the directory; the next worker on the same cache uploads it (same key, same
 //! contents).
 
-use crate::error::{Context, Result, RunError};
+use crate::error::{IoContext, Result, RunError};
 use bredon_storage::fsutil::{atomic_write, is_temp_name};
 use bredon_storage::{Store, bundle};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::rundir::RunDir;
+use crate::rundir::{Generation, RunDir, layout};
+
+/// Which files of a checkpoint a process fetches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointFiles {
+    /// The model and `state.json`: enough to play with it (workers, `export`).
+    Model,
+    /// The optimiser state too: enough to train on from it (the trainer resuming).
+    WithOptimizer,
+}
 
 /// Environment variable for tests: `before-put` or `after-put` makes a worker exit at
 /// once at that point of its first game upload (as a kill would).
@@ -51,14 +60,14 @@ pub struct Remote {
 impl Remote {
     /// The run in `store`, with its local copy at `cache`.
     pub fn new(store: Store, cache: &Path) -> Result<Remote> {
-        std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+        std::fs::create_dir_all(cache).io("creating", cache)?;
         let id_path = cache.join("writer-id");
         let writer = match std::fs::read_to_string(&id_path) {
             Ok(s) if !s.trim().is_empty() => s.trim().to_string(),
             _ => {
                 let id = format!("w{}", &bredon_storage::unique_token()[..12]);
                 bredon_storage::fsutil::create_if_absent(&id_path, id.as_bytes())?;
-                std::fs::read_to_string(&id_path)?.trim().to_string()
+                std::fs::read_to_string(&id_path).io("reading", &id_path)?.trim().to_string()
             }
         };
         Ok(Remote {
@@ -85,7 +94,7 @@ impl Remote {
     fn fetch(&self, key: &str) -> Result<bool> {
         match self.store.get(key)? {
             Some(bytes) => {
-                atomic_write(&self.cache.root().join(key), &bytes)?;
+                atomic_write(&self.cache.path(key), &bytes)?;
                 Ok(true)
             }
             None => Ok(false),
@@ -94,82 +103,83 @@ impl Remote {
 
     /// Uploads the local copy's file `key` (if it exists locally).
     pub fn push(&self, key: &str) -> Result<()> {
-        let p = self.cache.root().join(key);
+        let p = self.cache.path(key);
         match std::fs::read(&p) {
             Ok(bytes) => Ok(self.store.put(key, &bytes)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+            Err(e) => Err(e).io("reading", &p),
         }
     }
 
     /// Fetches what a process needs to start: `config.toml` and `init.json`, the `latest`
-    /// and `best` pointers with their checkpoints (with the optimiser state when
-    /// `optimizer`: the trainer resumes from it), and the generation log. Returns whether
-    /// the run exists on the store (has a `config.toml`).
-    pub fn pull_run(&self, optimizer: bool) -> Result<bool> {
-        if !self.fetch("config.toml")? {
+    /// and `best` pointers with their checkpoints (`files` of them: the trainer resumes
+    /// with the optimiser state), and the generation log. Returns whether the run exists
+    /// on the store (has a `config.toml`).
+    pub fn pull_run(&self, files: CheckpointFiles) -> Result<bool> {
+        if !self.fetch(layout::CONFIG)? {
             return Ok(false);
         }
-        self.fetch("init.json")?;
-        self.fetch("logs/generations.jsonl")?;
-        self.pull_pointers(optimizer)?;
+        self.fetch(layout::INIT)?;
+        self.fetch(layout::GENERATION_LOG)?;
+        self.pull_pointers(files)?;
         Ok(true)
     }
 
     /// Fetches `latest` and `best` and the checkpoints they name (if not already in the
-    /// copy), checkpoint first, pointer after. Returns the name `latest` points to.
-    pub fn pull_pointers(&self, optimizer: bool) -> Result<Option<String>> {
+    /// copy), checkpoint first, pointer after. Returns the generation `latest` points to.
+    pub fn pull_pointers(&self, files: CheckpointFiles) -> Result<Option<Generation>> {
         let mut latest = None;
-        for pointer in ["best", "latest"] {
+        for pointer in [layout::BEST, layout::LATEST] {
             let Some(bytes) = self.store.get(pointer)? else { continue };
             let name = String::from_utf8_lossy(&bytes).trim().to_string();
-            if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            let Ok(generation) = name.parse::<Generation>() else {
                 return Err(RunError::BadPointer { pointer: self.store.describe(pointer), name });
-            }
-            self.pull_checkpoint(&name, optimizer)?;
-            atomic_write(&self.cache.root().join(pointer), &bytes)?;
-            if pointer == "latest" {
-                latest = Some(name);
+            };
+            self.pull_checkpoint(generation, files)?;
+            atomic_write(&self.cache.path(pointer), &bytes)?;
+            if pointer == layout::LATEST {
+                latest = Some(generation);
             }
         }
         Ok(latest)
     }
 
-    /// Fetches checkpoint `name` into the copy unless it is complete there already
-    /// (`state.json` last, so a partial download is never taken for a checkpoint).
-    pub fn pull_checkpoint(&self, name: &str, optimizer: bool) -> Result<()> {
-        let dir = format!("checkpoints/{name}");
-        if self.cache.root().join(&dir).join("state.json").is_file()
-            && (!optimizer || self.cache.root().join(&dir).join("optimizer.bpk").is_file())
+    /// Fetches the checkpoint of `generation` into the copy unless it is complete there
+    /// already (`state.json` last, so a partial download is never taken for a checkpoint).
+    pub fn pull_checkpoint(&self, generation: Generation, files: CheckpointFiles) -> Result<()> {
+        let key = |file: &str| layout::checkpoint_file(generation, file);
+        let optimizer = files == CheckpointFiles::WithOptimizer;
+        if self.cache.path(&key(layout::STATE)).is_file()
+            && (!optimizer || self.cache.path(&key(layout::OPTIMIZER)).is_file())
         {
             return Ok(());
         }
-        for f in ["model.bpk", "model.json"] {
-            if !self.fetch(&format!("{dir}/{f}"))? {
-                return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&format!("{dir}/{f}")) });
+        for f in layout::MODEL_FILES {
+            if !self.fetch(&key(f))? {
+                return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&key(f)) });
             }
         }
         if optimizer {
-            self.fetch(&format!("{dir}/optimizer.bpk"))?;
+            self.fetch(&key(layout::OPTIMIZER))?;
         }
-        if !self.fetch(&format!("{dir}/state.json"))? {
-            return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&format!("{dir}/state.json")) });
-        }
-        Ok(())
-    }
-
-    /// Uploads checkpoint `name` from the copy, `state.json` last.
-    pub fn push_checkpoint(&self, name: &str) -> Result<()> {
-        for f in ["model.bpk", "model.json", "optimizer.bpk", "state.json"] {
-            self.push(&format!("checkpoints/{name}/{f}"))?;
+        if !self.fetch(&key(layout::STATE))? {
+            return Err(RunError::IncompleteCheckpoint { object: self.store.describe(&key(layout::STATE)) });
         }
         Ok(())
     }
 
-    /// Unpacks the store's game bundles of generation `model` not yet seen into the
-    /// copy's `games/<model>/` (skipping this writer's own); returns how many bundles.
-    pub fn pull_games(&self, model: &str) -> Result<usize> {
-        let prefix = format!("games/{model}/");
+    /// Uploads the checkpoint of `generation` from the copy, `state.json` last.
+    pub fn push_checkpoint(&self, generation: Generation) -> Result<()> {
+        for f in layout::MODEL_FILES.into_iter().chain([layout::OPTIMIZER, layout::STATE]) {
+            self.push(&layout::checkpoint_file(generation, f))?;
+        }
+        Ok(())
+    }
+
+    /// Unpacks the store's game bundles of `generation` not yet seen into the copy's
+    /// `games/gen-NNNN/` (skipping this writer's own); returns how many bundles.
+    pub fn pull_games(&self, generation: Generation) -> Result<usize> {
+        let prefix = format!("{}/", layout::games(generation));
         let keys = self.store.list(&prefix)?;
         let own = format!("{prefix}{}-", self.writer);
         let mut n = 0;
@@ -186,7 +196,7 @@ impl Remote {
                     continue;
                 }
             };
-            let dir = self.cache.games_dir().join(model);
+            let dir = self.cache.generation_games_dir(generation);
             // `.ptn` first, `.game` (the file that counts) last, as for a local game.
             for (name, data) in files.iter().filter(|(n, _)| !n.ends_with(".game")) {
                 atomic_write(&dir.join(name), data)?;
@@ -202,10 +212,10 @@ impl Remote {
         Ok(n)
     }
 
-    /// The trainer's own games of `model` (those it played, not unpacked from bundles),
-    /// uploaded as one bundle that grows with them (`<writer>-own.bundle`).
-    pub fn push_own_games(&self, model: &str) -> Result<()> {
-        let dir = self.cache.games_dir().join(model);
+    /// The trainer's own games of `generation` (those it played, not unpacked from
+    /// bundles), uploaded as one bundle that grows with them (`<writer>-own.bundle`).
+    pub fn push_own_games(&self, generation: Generation) -> Result<()> {
+        let dir = self.cache.generation_games_dir(generation);
         let files = own_files(&dir)?;
         if files.is_empty() {
             return Ok(());
@@ -213,10 +223,10 @@ impl Remote {
         let mut entries = Vec::new();
         for f in &files {
             let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            entries.push((format!("{}-{name}", self.writer), std::fs::read(f)?));
+            entries.push((format!("{}-{name}", self.writer), std::fs::read(f).io("reading", f)?));
         }
         let bytes = bundle::pack(&entries)?;
-        self.store.put(&format!("games/{model}/{}-own.bundle", self.writer), &bytes)?;
+        self.store.put(&format!("{}/{}-own.bundle", layout::games(generation), self.writer), &bytes)?;
         Ok(())
     }
 
@@ -224,32 +234,31 @@ impl Remote {
     /// generation, then removed (see the module docs). Also uploads what a killed worker
     /// left in the outbox. Returns the games uploaded.
     pub fn push_worker_games(&self) -> Result<usize> {
-        let outbox = self.cache.root().join("outbox");
-        if let Ok(gens) = std::fs::read_dir(self.cache.games_dir()) {
-            for g in gens.flatten() {
-                let model = g.file_name().to_string_lossy().into_owned();
-                let files = own_files(&g.path())?;
-                if files.is_empty() {
-                    continue;
-                }
-                let id = format!(
-                    "{}-{}-{}-{}",
-                    self.writer,
-                    std::process::id(),
-                    self.nonce,
-                    self.seq.fetch_add(1, Ordering::Relaxed)
-                );
-                let dir = outbox.join(&model).join(&id);
-                std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-                for f in files {
-                    let _ = std::fs::rename(&f, dir.join(f.file_name().unwrap_or_default()));
-                }
+        let outbox = self.cache.path(OUTBOX);
+        for generation in self.cache.game_generations() {
+            let files = own_files(&self.cache.generation_games_dir(generation))?;
+            if files.is_empty() {
+                continue;
+            }
+            let id = format!(
+                "{}-{}-{}-{}",
+                self.writer,
+                std::process::id(),
+                self.nonce,
+                self.seq.fetch_add(1, Ordering::Relaxed)
+            );
+            let dir = outbox.join(generation.to_string()).join(&id);
+            std::fs::create_dir_all(&dir).io("creating", &dir)?;
+            for f in files {
+                let _ = std::fs::rename(&f, dir.join(f.file_name().unwrap_or_default()));
             }
         }
         let mut uploaded = 0;
         let Ok(gens) = std::fs::read_dir(&outbox) else { return Ok(0) };
         for g in gens.flatten() {
-            let model = g.file_name().to_string_lossy().into_owned();
+            let Some(generation) = g.file_name().to_str().and_then(|name| name.parse::<Generation>().ok()) else {
+                continue;
+            };
             let Ok(batches) = std::fs::read_dir(g.path()) else { continue };
             for b in batches.flatten() {
                 let id = b.file_name().to_string_lossy().into_owned();
@@ -260,14 +269,15 @@ impl Remote {
                 }
                 let mut entries = Vec::new();
                 let mut games = 0;
-                let mut names: Vec<PathBuf> = std::fs::read_dir(b.path())?.flatten().map(|e| e.path()).collect();
+                let mut names: Vec<PathBuf> =
+                    std::fs::read_dir(b.path()).io("reading", &b.path())?.flatten().map(|e| e.path()).collect();
                 names.sort();
                 for f in names {
                     let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
                     games += usize::from(name.ends_with(".game"));
-                    entries.push((format!("{}-{name}", self.writer), std::fs::read(&f)?));
+                    entries.push((format!("{}-{name}", self.writer), std::fs::read(&f).io("reading", &f)?));
                 }
-                let key = format!("games/{model}/{id}.bundle");
+                let key = format!("{}/{id}.bundle", layout::games(generation));
                 let inject = std::env::var(INJECT_UPLOAD_KILL_ENV).ok();
                 if inject.as_deref() == Some("before-put") {
                     eprintln!("injected kill before uploading {key}");
@@ -278,7 +288,7 @@ impl Remote {
                     eprintln!("injected kill after uploading {key}");
                     std::process::exit(137);
                 }
-                std::fs::remove_dir_all(b.path()).with_context(|| format!("removing {}", b.path().display()))?;
+                std::fs::remove_dir_all(b.path()).io("removing", &b.path())?;
                 uploaded += games;
             }
         }
@@ -292,23 +302,22 @@ impl Remote {
         let mut names: std::collections::HashMap<String, usize> = Default::default();
         let keys = self.store.list("")?;
         // Pointers last, after the checkpoints they name.
-        let (pointers, rest): (Vec<String>, Vec<String>) = keys.into_iter().partition(|k| k == "latest" || k == "best");
+        let (pointers, rest): (Vec<String>, Vec<String>) =
+            keys.into_iter().partition(|k| k == layout::LATEST || k == layout::BEST);
         for key in rest.iter().chain(&pointers) {
-            if key == "train.lease" {
+            if key == layout::LEASE {
                 continue;
             }
-            if let Some(model) = key.strip_prefix("games/").and_then(|k| k.split_once('/')).map(|(m, _)| m)
-                && key.ends_with(".bundle")
-            {
+            if let Some(generation) = bundle_generation(key) {
                 rep.bundles += 1;
                 let Some(bytes) = self.store.get(key)? else { continue };
                 match bundle::unpack(&bytes) {
                     Ok(files) => {
                         for (name, data) in files {
                             if name.ends_with(".game") {
-                                *names.entry(format!("{model}/{name}")).or_default() += 1;
+                                *names.entry(format!("{generation}/{name}")).or_default() += 1;
                             }
-                            atomic_write(&self.cache.games_dir().join(model).join(&name), &data)?;
+                            atomic_write(&self.cache.generation_games_dir(generation).join(&name), &data)?;
                         }
                     }
                     Err(e) => rep.damaged.push(format!("{}: {e}", self.store.describe(key))),
@@ -333,6 +342,16 @@ impl Remote {
     }
 }
 
+/// The directory of a worker's cache that holds game batches until they are uploaded.
+const OUTBOX: &str = "outbox";
+
+/// The generation of a game bundle's key (`games/gen-0003/<id>.bundle`); `None` for
+/// other keys.
+fn bundle_generation(key: &str) -> Option<Generation> {
+    let (generation, file) = key.strip_prefix(layout::GAMES)?.strip_prefix('/')?.split_once('/')?;
+    file.ends_with(".bundle").then(|| generation.parse().ok()).flatten()
+}
+
 /// What [`Remote::pull_all`] found.
 #[derive(Debug, Default)]
 pub struct PullReport {
@@ -352,7 +371,7 @@ fn own_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        Err(e) => return Err(e).io("reading", dir),
     };
     let mut out: Vec<PathBuf> = rd
         .flatten()

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::error::RecordError;
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::fsutil::{TMP_SUFFIX, atomic_write};
 use bredon_storage::integrity::{Verified, append_crc, split_crc};
 
@@ -43,23 +43,29 @@ pub enum StoredResult {
 }
 
 impl StoredResult {
-    /// From a rules result.
-    pub fn from_result(r: GameResult, adjudicated: bool) -> StoredResult {
-        let outcome = match r.winner() {
-            Some(Color::White) => 0,
-            Some(Color::Black) => 1,
-            None => 2,
-        };
-        if adjudicated {
-            return StoredResult::Adjudicated { outcome };
-        }
+    /// A game that ended by the rules (or by resignation) with `r`.
+    pub fn finished(r: GameResult) -> StoredResult {
         let kind = match r {
             GameResult::Draw => 'D',
             GameResult::Win { kind: bredon_rules::WinKind::Road, .. } => 'R',
             GameResult::Win { kind: bredon_rules::WinKind::Flat, .. } => 'F',
             GameResult::Win { .. } => '1',
         };
-        StoredResult::Finished { outcome, kind }
+        StoredResult::Finished { outcome: Self::outcome_code(r), kind }
+    }
+
+    /// A game stopped at the ply limit and scored `r` (by the flat count).
+    pub fn adjudicated(r: GameResult) -> StoredResult {
+        StoredResult::Adjudicated { outcome: Self::outcome_code(r) }
+    }
+
+    /// The winner as stored: 0 white, 1 black, 2 draw.
+    fn outcome_code(r: GameResult) -> u8 {
+        match r.winner() {
+            Some(Color::White) => 0,
+            Some(Color::Black) => 1,
+            None => 2,
+        }
     }
 
     /// The value target for `color`: +1 win, -1 loss, 0 draw.
@@ -328,12 +334,12 @@ pub fn final_ownership(pos: &Position) -> (Vec<i8>, f32) {
     (own, margin / (n * n) as f32)
 }
 
-/// Writes a record (`.ptn` then `.game`) under `games_dir/<generation>/<id>`. The `.game`
-/// file is the one that counts; it is written last so a record is never seen half-done.
-/// `generation` names the generation the game belongs to (`gen-0007`); the record's
-/// `model` is the network that played it, the same unless gating kept an older one.
-pub fn store_game(games_dir: &Path, generation: &str, record: &GameRecord, id: &str) -> Result<PathBuf> {
-    let dir = games_dir.join(generation);
+/// Writes a record (`.ptn` then `.game`) as `<dir>/<id>`, `dir` being the directory of the
+/// generation the game belongs to (`RunDir::generation_games_dir`). The `.game` file is
+/// the one that counts; it is written last so a record is never seen half-done. The
+/// record's `model` is the network that played it: that generation's checkpoint, unless
+/// gating kept an older one.
+pub fn store_game(dir: &Path, record: &GameRecord, id: &str) -> Result<PathBuf> {
     atomic_write(&dir.join(format!("{id}.ptn")), record.to_ptn().as_bytes())?;
     let path = dir.join(format!("{id}.game"));
     atomic_write(&path, &record.to_bytes()?)?;
@@ -347,7 +353,8 @@ pub fn list_game_files(games_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut model_dirs: Vec<PathBuf> = models.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     model_dirs.sort();
     for d in model_dirs {
-        let mut fs: Vec<PathBuf> = std::fs::read_dir(&d)?
+        let mut fs: Vec<PathBuf> = std::fs::read_dir(&d)
+            .io("reading", &d)?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "game") && !p.to_string_lossy().ends_with(TMP_SUFFIX))
@@ -358,9 +365,9 @@ pub fn list_game_files(games_dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Number of finished games stored for `model`.
-pub fn count_games(games_dir: &Path, model: &str) -> usize {
-    std::fs::read_dir(games_dir.join(model))
+/// Number of finished games in a generation's directory `dir`.
+pub fn count_games(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
         .map(|rd| rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "game")).count())
         .unwrap_or(0)
 }
@@ -383,7 +390,7 @@ mod tests {
             half_komi: 0,
             model: "gen-0000".into(),
             plies,
-            result: StoredResult::from_result(pos.result().unwrap(), false),
+            result: StoredResult::finished(pos.result().unwrap()),
         }
     }
 
@@ -485,7 +492,7 @@ mod tests {
             half_komi: 1,
             model: "gen-0000".into(),
             plies,
-            result: StoredResult::from_result(p.flat_result(), true),
+            result: StoredResult::adjudicated(p.flat_result()),
         };
         let samples = r.samples().unwrap();
         assert_eq!(samples.len(), 3);
@@ -509,9 +516,10 @@ mod tests {
     fn stored_games_are_listed_and_counted() {
         let dir = tempfile::tempdir().unwrap();
         let r = sample_record();
-        store_game(dir.path(), "gen-0000", &r, "a").unwrap();
-        store_game(dir.path(), "gen-0000", &r, "b").unwrap();
-        assert_eq!(count_games(dir.path(), "gen-0000"), 2);
+        let games = dir.path().join("gen-0000");
+        store_game(&games, &r, "a").unwrap();
+        store_game(&games, &r, "b").unwrap();
+        assert_eq!(count_games(&games), 2);
         assert_eq!(list_game_files(dir.path()).unwrap().len(), 2);
         let ptn = std::fs::read_to_string(dir.path().join("gen-0000/a.ptn")).unwrap();
         assert!(ptn.contains("[Size \"3\"]"));

@@ -29,17 +29,17 @@ use crate::config::RunConfig;
 use crate::fsutil::atomic_write;
 use crate::net::Learner;
 use crate::replay::count_games;
-use crate::rundir::{InitRecord, RunDir, RunLock, TrainState, read_state_file};
+use crate::rundir::{Generation, InitRecord, RunDir, RunLock, SelfPlayModel, TrainState, layout, read_state_file};
 use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, run_pool};
 use bredon_nn::LossSum;
 
-/// Called with the generation number once each checkpoint's files are complete, before
-/// the `latest` pointer moves to it (a kill during the hook redoes the generation, hook
-/// included). The CLI uses it for gating and for the arena's Elo ladder.
+/// Called with the new checkpoint's generation once its files are complete, before the
+/// `latest` pointer moves to it (a kill during the hook redoes the generation, hook
+/// included). `bredon_arena::training_hook` makes the one for gating and the Elo ladder.
 pub type CheckpointHook =
-    Arc<dyn Fn(u32) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
+    Arc<dyn Fn(Generation) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
 /// How `train` runs, beyond the config.
 #[derive(Clone, Default)]
@@ -90,7 +90,7 @@ fn is_zero(x: &f64) -> bool {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GenerationSummary {
     /// Generation trained (its games were played by `gen-<generation>`).
-    pub generation: u32,
+    pub generation: Generation,
     /// Optimiser step after training.
     pub step: u64,
     /// Games played in this generation (by this process).
@@ -168,7 +168,7 @@ pub struct StepGuard {
 impl StepGuard {
     /// Records a step's outcome: `Ok(true)` if it trained, `Ok(false)` if it was skipped
     /// (logged), an error after [`MAX_CONSECUTIVE_SKIPPED_STEPS`] skips in a row.
-    pub fn record(&mut self, outcome: &bredon_nn::StepOutcome, step: u64, checkpoint: &str) -> Result<bool> {
+    pub fn record(&mut self, outcome: &bredon_nn::StepOutcome, step: u64, checkpoint: Generation) -> Result<bool> {
         match outcome {
             bredon_nn::StepOutcome::Trained(_) => {
                 self.consecutive = 0;
@@ -179,11 +179,7 @@ impl StepGuard {
                 self.skipped += 1;
                 eprintln!("warning: skipped training step {}: {why}", step + 1);
                 if self.consecutive >= MAX_CONSECUTIVE_SKIPPED_STEPS {
-                    return Err(RunError::Diverged {
-                        steps: self.consecutive,
-                        last: why.to_string(),
-                        checkpoint: checkpoint.to_string(),
-                    });
+                    return Err(RunError::Diverged { steps: self.consecutive, last: why.to_string(), checkpoint });
                 }
                 Ok(false)
             }
@@ -237,10 +233,11 @@ pub fn train(
         Some(r) => {
             let secs = std::env::var(LEASE_SECS_ENV).ok().and_then(|s| s.parse::<f64>().ok()).filter(|s| *s >= 1.0);
             let ttl = Duration::from_secs_f64(secs.unwrap_or(60.0));
-            Some(bredon_storage::Lease::acquire(r.store(), "train.lease", &bredon_storage::holder_name(), ttl)?)
+            Some(bredon_storage::Lease::acquire(r.store(), layout::LEASE, &bredon_storage::holder_name(), ttl)?)
         }
         None => None,
     };
+    let ctx = Ctx { cfg, run, opts, lease: lease.as_ref(), stop: &stop };
     let requests_at = |r: Option<&crate::remote::Remote>| r.map_or(0, |r| r.store().requests());
     let started = Instant::now();
     let (mut learner, mut state) = open_checkpoint(cfg, run, opts)?;
@@ -255,18 +252,17 @@ pub fn train(
     // dropping it stops it (unfinished games are discarded, finished ones stay).
     let mut background: Option<Background> = None;
     while !schedule_done(cfg, state.generation, started, &stop) {
-        let gen_no = state.generation;
-        let model = RunDir::model_name(gen_no);
+        let generation = state.generation;
         let requests_before = requests_at(remote);
-        let mut summary = GenerationSummary { generation: gen_no, ..Default::default() };
+        let mut summary = GenerationSummary { generation, ..Default::default() };
         // (1) Self-play.
-        let (stats, had_games) = self_play_phase(cfg, run, opts, &learner, gen_no, background.take(), &stop)?;
+        let (stats, had_games) = self_play_phase(&ctx, &learner, generation, background.take())?;
         if stop.load(Ordering::Relaxed) {
             break;
         }
         stats.summarise(&mut summary);
         if let Some(r) = remote {
-            r.push_own_games(&model)?;
+            r.push_own_games(generation)?;
         }
         // (2) Training: the replay window, then the generation's steps.
         summary.new_samples = window.refresh(&run.games_dir())?;
@@ -279,28 +275,30 @@ pub fn train(
         // on the cores training leaves idle.
         if cfg.selfplay.overlap
             && !opts.external_selfplay
-            && (cfg.schedule.generations == 0 || gen_no + 1 < cfg.schedule.generations)
+            && (cfg.schedule.generations == 0 || generation.next().number() < cfg.schedule.generations)
         {
-            background = Background::start(cfg, run, &learner, cfg.game.options(), gen_no)?;
+            background = Background::start(cfg, run, &learner, cfg.game.options(), generation)?;
         }
-        let steps = steps_for(cfg, summary.new_samples, total, had_games);
-        let Some(trained) =
-            train_phase(cfg, &mut learner, &window, summary.window, steps, &mut state, &model, opts, &stop)?
-        else {
+        let plan = TrainPlan {
+            window: &window,
+            window_size: summary.window,
+            steps: steps_for(cfg, summary.new_samples, total, had_games),
+        };
+        let Some(trained) = train_phase(&ctx, &mut learner, &plan, &mut state)? else {
             // The partial generation's training is discarded; it is redone on resume.
             break;
         };
         trained.summarise(&mut summary, cfg.train.batch_size);
         summary.step = state.step;
         // (3) Checkpoint.
-        state.generation = gen_no + 1;
+        let next = generation.next();
+        state.generation = next;
         state.rng = trained.rng;
         state.elapsed_secs = elapsed_before + started.elapsed().as_secs_f64();
-        let next = RunDir::model_name(state.generation);
-        learner.save(&run.checkpoint_dir(&next), state.step, state.generation)?;
-        run.write_state(&next, &state)?;
+        learner.save(&run.checkpoint_dir(next), state.step, next.number())?;
+        run.write_state(next, &state)?;
         // (4) Publishing: evaluation, log line and hook, then the `latest` pointer.
-        publish_phase(cfg, run, opts, lease.as_ref(), &learner, &state, &mut summary, &mut tb, total, &stop)?;
+        publish_phase(&ctx, &learner, &state, &mut summary, &mut tb, total)?;
         if remote.is_some() {
             eprintln!("{next}: {} object-store requests this generation", requests_at(remote) - requests_before);
         }
@@ -313,8 +311,8 @@ pub fn train(
 
 /// Whether training stops before generation `generation`: the schedule's generations
 /// or minutes are done, or `stop` was set.
-fn schedule_done(cfg: &RunConfig, generation: u32, started: Instant, stop: &AtomicBool) -> bool {
-    (cfg.schedule.generations > 0 && generation >= cfg.schedule.generations)
+fn schedule_done(cfg: &RunConfig, generation: Generation, started: Instant, stop: &AtomicBool) -> bool {
+    (cfg.schedule.generations > 0 && generation.number() >= cfg.schedule.generations)
         || (cfg.schedule.max_minutes > 0.0 && started.elapsed().as_secs_f64() > cfg.schedule.max_minutes * 60.0)
         || stop.load(Ordering::Relaxed)
 }
@@ -322,7 +320,7 @@ fn schedule_done(cfg: &RunConfig, generation: u32, started: Instant, stop: &Atom
 /// The run's newest checkpoint and training state: resumed from `latest`, or a new run
 /// from `--init-from` weights or random ones (writing `gen-0000`).
 fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result<(Learner, TrainState)> {
-    if let Some(name) = run.latest()? {
+    if let Some(latest) = run.latest()? {
         if let Some(init) = &opts.init_from {
             eprintln!(
                 "warning: {} exists already; --init-from {} applies only to a new run",
@@ -330,10 +328,10 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
                 init.display()
             );
         }
-        let state = run.read_state(&name)?;
+        let state = run.read_state(latest)?;
         let learner =
-            Learner::load(cfg, &run.checkpoint_dir(&name)).with_context(|| format!("loading checkpoint {name}"))?;
-        eprintln!("resuming {} at {name} (step {})", run.root().display(), state.step);
+            Learner::load(cfg, &run.checkpoint_dir(latest)).with_context(|| format!("loading checkpoint {latest}"))?;
+        eprintln!("resuming {} at {latest} (step {})", run.root().display(), state.step);
         return Ok((learner, state));
     }
     let (learner, step) = match &opts.init_from {
@@ -341,20 +339,20 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
         None => (Learner::new(cfg, cfg.schedule.seed)?, 0),
     };
     let state = TrainState {
-        generation: 0,
+        generation: Generation::FIRST,
         step,
         samples_trained: 0,
         rng: ChaCha8Rng::seed_from_u64(cfg.schedule.seed ^ 0x5EED),
         elapsed_secs: 0.0,
     };
-    let name = RunDir::model_name(0);
-    learner.save(&run.checkpoint_dir(&name), step, 0)?;
-    run.write_state(&name, &state)?;
-    run.set_latest(&name)?;
+    let first = Generation::FIRST;
+    learner.save(&run.checkpoint_dir(first), step, first.number())?;
+    run.write_state(first, &state)?;
+    run.set_latest(first)?;
     if let Some(r) = opts.remote.as_deref() {
-        r.push("init.json")?;
-        r.push_checkpoint(&name)?;
-        r.push("latest")?;
+        r.push(layout::INIT)?;
+        r.push_checkpoint(first)?;
+        r.push(layout::LATEST)?;
     }
     eprintln!("new run {} ({}x{}, {})", run.root().display(), cfg.game.size, cfg.game.size, learner.describe());
     Ok((learner, state))
@@ -378,7 +376,7 @@ fn init_from_model(
         Learner::from_model_file(cfg, path).with_context(|| format!("initialising the run from {}", path.display()))?;
     let minutes = match init_minutes {
         Some(m) => Some(m),
-        None if path.join("state.json").is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
+        None if path.join(layout::STATE).is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
         None => None,
     };
     let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
@@ -389,21 +387,19 @@ fn init_from_model(
     Ok((learner, step))
 }
 
-/// Phase (1): fills generation `gen_no`'s quota of games. The games played in the
+/// Phase (1): fills `generation`'s quota of games. The games played in the
 /// background during the last generation's training (`[selfplay] overlap`) count, and
 /// so do those already on disk; the rest are played here, or awaited from `bredon
 /// selfplay` processes with `--external-selfplay`. Also says whether any of the games
 /// were there before this phase played (from the background or from before a resume).
 fn self_play_phase(
-    cfg: &RunConfig,
-    run: &RunDir,
-    opts: &TrainOptions,
+    ctx: &Ctx,
     learner: &Learner,
-    gen_no: u32,
+    generation: Generation,
     background: Option<Background>,
-    stop: &AtomicBool,
 ) -> Result<(PlayStats, bool)> {
-    let model = RunDir::model_name(gen_no);
+    let Ctx { cfg, run, opts, stop, .. } = *ctx;
+    let games_dir = run.generation_games_dir(generation);
     let target = cfg.selfplay.games_per_generation;
     let mut stats = match background {
         Some(bg) => bg.join(stop)?,
@@ -411,34 +407,35 @@ fn self_play_phase(
     };
     let remote = opts.remote.as_deref();
     if let Some(r) = remote {
-        r.pull_games(&model)?;
+        r.pull_games(generation)?;
     }
-    let have = count_games(&run.games_dir(), &model);
+    let have = count_games(&games_dir);
     if have >= target || stop.load(Ordering::Relaxed) {
         return Ok((stats, have > 0));
     }
     if opts.external_selfplay {
         let pb = bar(target as u64, "games (external)", opts.quiet);
-        pb.set_prefix(model.clone());
+        pb.set_prefix(generation.to_string());
         let mut polled = Instant::now();
-        while count_games(&run.games_dir(), &model) < target && !stop.load(Ordering::Relaxed) {
-            pb.set_position(count_games(&run.games_dir(), &model) as u64);
+        while count_games(&games_dir) < target && !stop.load(Ordering::Relaxed) {
+            pb.set_position(count_games(&games_dir) as u64);
             std::thread::sleep(Duration::from_millis(500));
             // On an object store, one listing every 2 s (plus a GET per new bundle).
             if let Some(r) = remote
                 && polled.elapsed() >= Duration::from_secs(2)
             {
                 polled = Instant::now();
-                r.pull_games(&model)?;
+                r.pull_games(generation)?;
             }
         }
         pb.finish_and_clear();
     } else {
-        let (player, evaluator, service) = self_play_service(cfg, run, learner, &model)?;
-        let job = selfplay_job(cfg, cfg.game.options(), &player, gen_no);
+        let (player, service) = self_play_service(cfg, run, learner, generation)?;
+        let job = selfplay_job(cfg, cfg.game.options(), player, generation);
         let pb = bar((target - have) as u64, "self-play games", opts.quiet);
-        pb.set_prefix(model.clone());
-        stats.add(&play(&job, evaluator, service, &run.games_dir(), target - have, have as u64, stop, &pb)?);
+        pb.set_prefix(generation.to_string());
+        let games = GameSlots { dir: games_dir, count: target - have, first_index: have as u64 };
+        stats.add(&play(&job, service, &games, stop, &pb)?);
         pb.finish_and_clear();
     }
     Ok((stats, have > 0))
@@ -481,24 +478,24 @@ impl Trained {
     }
 }
 
-/// Phase (2): `steps` training steps on batches from the newest `win` samples of the
-/// window, advancing `state.step` and `state.samples_trained`; `None` if `stop` was set
-/// (the caller discards the generation's training: it is redone from the checkpoint).
-#[allow(clippy::too_many_arguments)]
-fn train_phase(
-    cfg: &RunConfig,
-    learner: &mut Learner,
-    window: &ReplayWindow,
-    win: usize,
+/// A generation's training: how many steps, on batches from the newest `window_size`
+/// samples of `window`.
+struct TrainPlan<'a> {
+    window: &'a ReplayWindow,
+    window_size: usize,
     steps: usize,
-    state: &mut TrainState,
-    model: &str,
-    opts: &TrainOptions,
-    stop: &AtomicBool,
-) -> Result<Option<Trained>> {
+}
+
+/// Phase (2): the plan's training steps from the weights of `state.generation`, advancing
+/// `state.step` and `state.samples_trained`; `None` if `stop` was set (the caller
+/// discards the generation's training: it is redone from the checkpoint).
+fn train_phase(ctx: &Ctx, learner: &mut Learner, plan: &TrainPlan, state: &mut TrainState) -> Result<Option<Trained>> {
+    let Ctx { cfg, opts, stop, .. } = *ctx;
+    let TrainPlan { window, window_size, steps } = *plan;
+    let generation = state.generation;
     let batch = cfg.train.batch_size;
     let pb = bar(steps as u64, "training steps", opts.quiet);
-    pb.set_prefix(model.to_string());
+    pb.set_prefix(generation.to_string());
     let started = Instant::now();
     let mut losses = LossSum::default();
     let mut rng = state.rng.clone();
@@ -507,11 +504,11 @@ fn train_phase(
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let samples = window.sample(win, batch, &mut rng);
+        let samples = window.sample(window_size, batch, &mut rng);
         let lr = cfg.train.lr_at(state.step);
         let outcome = learner.step(&samples, lr, &mut rng)?;
         pb.inc(1);
-        if !guard.record(&outcome, state.step, model)? {
+        if !guard.record(&outcome, state.step, generation)? {
             continue;
         }
         let bredon_nn::StepOutcome::Trained(step) = outcome else { unreachable!("recorded as trained") };
@@ -531,26 +528,22 @@ fn train_phase(
 /// generation's log line, the checkpoint hook, then the `latest` pointer, all in that
 /// order. A kill before the pointer moves redoes the generation (the log line is then
 /// replaced, not duplicated); a kill after it loses nothing.
-#[allow(clippy::too_many_arguments)]
 fn publish_phase(
-    cfg: &RunConfig,
-    run: &RunDir,
-    opts: &TrainOptions,
-    lease: Option<&bredon_storage::Lease>,
+    ctx: &Ctx,
     learner: &Learner,
     state: &TrainState,
     summary: &mut GenerationSummary,
     tb: &mut TbLogger,
     total_samples: usize,
-    stop: &Arc<AtomicBool>,
 ) -> Result<()> {
-    let next = RunDir::model_name(state.generation);
-    if cfg.eval.every > 0 && state.generation.is_multiple_of(cfg.eval.every) {
-        summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, state.generation, stop)?;
+    let Ctx { cfg, run, opts, lease, stop } = *ctx;
+    let next = state.generation;
+    if cfg.eval.every > 0 && next.number().is_multiple_of(cfg.eval.every) {
+        summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, next, stop)?;
     }
     log_generation(run, tb, summary, cfg.train.lr_at(state.step), total_samples)?;
     if let Some(hook) = &opts.after_checkpoint
-        && let Err(e) = hook(state.generation)
+        && let Err(e) = hook(next)
     {
         eprintln!("warning: checkpoint hook for {next} failed: {}", bredon_storage::error_chain(&*e));
     }
@@ -558,55 +551,81 @@ fn publish_phase(
         // Checkpoint, log and `best` first, `latest` last: a worker that sees the new
         // pointer finds the whole checkpoint. A trainer that lost its lease stops.
         lease.check()?;
-        r.push_checkpoint(&next)?;
-        r.push("logs/generations.jsonl")?;
-        r.push("best")?;
+        r.push_checkpoint(next)?;
+        r.push(layout::GENERATION_LOG)?;
+        r.push(layout::BEST)?;
     }
-    run.set_latest(&next)?;
+    run.set_latest(next)?;
     if let Some(r) = opts.remote.as_deref() {
-        r.push("latest")?;
+        r.push(layout::LATEST)?;
     }
-    prune_optimizer_states(run, state.generation, cfg.train.optimizer_states_kept);
+    prune_optimizer_states(run, next, cfg.train.optimizer_states_kept);
     Ok(())
+}
+
+/// Which model plays self-play with the run's config: with gating on, the `best` one.
+fn self_play_choice(cfg: &RunConfig) -> SelfPlayModel {
+    if cfg.eval.gate.enabled { SelfPlayModel::Best } else { SelfPlayModel::Own }
+}
+
+/// The settings [`train`]'s phases share.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    cfg: &'a RunConfig,
+    run: &'a RunDir,
+    opts: &'a TrainOptions,
+    /// The trainer's lease on the object store, for a run there.
+    lease: Option<&'a bredon_storage::Lease>,
+    stop: &'a AtomicBool,
+}
+
+/// A running inference service for self-play, and the evaluator that reaches it.
+struct SelfPlayService {
+    evaluator: Arc<dyn bredon_mcts::Evaluator>,
+    service: bredon_nn::inference::InferenceService,
 }
 
 /// The weights that play self-play games while the learner holds `current`: those, or
 /// with gating the `best` model (an older, better one) loaded from its checkpoint; their
-/// name and a running inference service on them.
+/// generation and a running inference service on them.
 fn self_play_service(
     cfg: &RunConfig,
     run: &RunDir,
     learner: &Learner,
-    current: &str,
-) -> Result<(String, Arc<dyn bredon_mcts::Evaluator>, bredon_nn::inference::InferenceService)> {
-    let player = run.self_play_model(current, cfg.eval.gate.enabled)?;
+    current: Generation,
+) -> Result<(Generation, SelfPlayService)> {
+    let player = run.self_play_model(current, self_play_choice(cfg))?;
     let (max_batch, shards) = (cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards());
     let (evaluator, service) = if player == current {
         learner.start_inference(max_batch, shards)?
     } else {
-        Learner::load(cfg, &run.checkpoint_dir(&player))
+        Learner::load(cfg, &run.checkpoint_dir(player))
             .with_context(|| format!("loading self-play model {player}"))?
             .start_inference(max_batch, shards)?
     };
-    Ok((player, evaluator, service))
+    Ok((player, SelfPlayService { evaluator, service }))
 }
 
-/// The self-play job of `generation`'s games, played by the weights named `player`.
-fn selfplay_job(cfg: &RunConfig, options: bredon_rules::GameOptions, player: &str, generation: u32) -> SelfPlayJob {
+/// The self-play job of `generation`'s games, played by the weights of `player`.
+fn selfplay_job(
+    cfg: &RunConfig,
+    options: bredon_rules::GameOptions,
+    player: Generation,
+    generation: Generation,
+) -> SelfPlayJob {
     SelfPlayJob {
         options,
         search: cfg.search.clone(),
         selfplay: selfplay_at(cfg, generation),
         model: player.to_string(),
-        generation: RunDir::model_name(generation),
-        seed: cfg.schedule.seed ^ ((generation as u64) << 32),
+        seed: cfg.schedule.seed ^ ((generation.number() as u64) << 32),
     }
 }
 
 /// The self-play settings of `generation`'s games: the config's, with the visit budget
 /// of that generation (`[selfplay] visits_ramp_generations`).
-fn selfplay_at(cfg: &RunConfig, generation: u32) -> crate::config::SelfPlayConfig {
-    let (visits, fast_visits) = cfg.selfplay.visits_at(generation);
+fn selfplay_at(cfg: &RunConfig, generation: Generation) -> crate::config::SelfPlayConfig {
+    let (visits, fast_visits) = cfg.selfplay.visits_at(generation.number());
     crate::config::SelfPlayConfig { visits, fast_visits, ..cfg.selfplay.clone() }
 }
 
@@ -647,22 +666,28 @@ impl PlayStats {
     }
 }
 
-/// Plays `count` games of `job` (indices from `first_index`) with `evaluator`, then shuts
-/// its inference `service` down.
-#[allow(clippy::too_many_arguments)]
+/// The games a self-play batch is to add to a generation's directory.
+struct GameSlots {
+    /// The generation's games directory.
+    dir: std::path::PathBuf,
+    /// How many.
+    count: usize,
+    /// The index of the first (file names and RNG streams).
+    first_index: u64,
+}
+
+/// Plays the `games` of `job` on the inference `service`, then shuts the service down.
 fn play(
     job: &SelfPlayJob,
-    evaluator: Arc<dyn bredon_mcts::Evaluator>,
-    service: bredon_nn::inference::InferenceService,
-    games_dir: &std::path::Path,
-    count: usize,
-    first_index: u64,
+    service: SelfPlayService,
+    games: &GameSlots,
     stop: &AtomicBool,
     pb: &ProgressBar,
 ) -> Result<PlayStats> {
     let started = Instant::now();
     let mut st = PlayStats::default();
-    st.played = run_pool(job, evaluator, games_dir, count, first_index, stop, |g| {
+    let SelfPlayService { evaluator, service } = service;
+    st.played = run_pool(job, evaluator, &games.dir, games.count, games.first_index, stop, |g| {
         match g.result.winner() {
             Some(bredon_rules::Color::White) => st.white += 1,
             Some(bredon_rules::Color::Black) => st.black += 1,
@@ -684,32 +709,32 @@ struct Background {
 }
 
 impl Background {
-    /// Starts the games of generation `gen_no + 1` still missing, played by the learner's
-    /// current weights (`gen-<gen_no>`), or by the `best` model with gating on
+    /// Starts the games of the generation after `current` still missing, played by the
+    /// learner's current weights (`current`'s), or by the `best` model with gating on
     /// ([`self_play_service`]).
     fn start(
         cfg: &RunConfig,
         run: &RunDir,
         learner: &Learner,
         options: bredon_rules::GameOptions,
-        gen_no: u32,
+        current: Generation,
     ) -> Result<Option<Background>> {
-        let next = RunDir::model_name(gen_no + 1);
+        let next = current.next();
         let target = cfg.selfplay.games_per_generation;
-        let have = count_games(&run.games_dir(), &next);
+        let dir = run.generation_games_dir(next);
+        let have = count_games(&dir);
         if have >= target {
             return Ok(None);
         }
-        let (player, evaluator, service) = self_play_service(cfg, run, learner, &RunDir::model_name(gen_no))?;
-        let job = selfplay_job(cfg, options, &player, gen_no + 1);
+        let (player, service) = self_play_service(cfg, run, learner, current)?;
+        let job = selfplay_job(cfg, options, player, next);
         let stop = Arc::new(AtomicBool::new(false));
-        let (flag, games_dir) = (stop.clone(), run.games_dir());
+        let flag = stop.clone();
+        let games = GameSlots { dir, count: target - have, first_index: have as u64 };
         let handle = std::thread::Builder::new()
             .name(format!("selfplay-{next}"))
-            .spawn(move || {
-                play(&job, evaluator, service, &games_dir, target - have, have as u64, &flag, &ProgressBar::hidden())
-            })
-            .context("starting the background self-play thread")?;
+            .spawn(move || play(&job, service, &games, &flag, &ProgressBar::hidden()))
+            .map_err(|source| RunError::Spawn { what: "the background self-play thread", source })?;
         Ok(Some(Background { handle: Some(handle), stop }))
     }
 
@@ -738,11 +763,11 @@ impl Drop for Background {
 /// Deletes the optimiser state of the checkpoint `kept` generations before `newest` (the
 /// older ones went the same way before), so that only the newest `kept` checkpoints keep
 /// theirs; 0 keeps all. A failure is only a warning: the file is merely disk space.
-fn prune_optimizer_states(run: &RunDir, newest: u32, kept: usize) {
-    if kept == 0 || (newest as usize) < kept {
+fn prune_optimizer_states(run: &RunDir, newest: Generation, kept: usize) {
+    if kept == 0 || (newest.number() as usize) < kept {
         return;
     }
-    let old = run.checkpoint_dir(&RunDir::model_name(newest - kept as u32)).join("optimizer.bpk");
+    let old = run.checkpoint_dir(Generation(newest.number() - kept as u32)).join(layout::OPTIMIZER);
     if old.is_file()
         && let Err(e) = std::fs::remove_file(&old)
     {
@@ -766,7 +791,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
-        s.generation,
+        s.generation.number(),
         s.step,
         s.games,
         s.new_samples,
@@ -798,7 +823,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("throughput/evals_per_sec".into(), s.evals_per_sec),
         ("throughput/games_per_hour".into(), s.games_per_hour),
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
-        ("generation".into(), s.generation as f64),
+        ("generation".into(), s.generation.number() as f64),
     ];
     for (_, tag, l) in s.head_losses() {
         if l != 0.0 {
@@ -811,7 +836,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     let refs: Vec<(&str, f64)> = scalars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     tb.scalars(step, &refs);
     // One JSON line per generation, appended by rewriting the file atomically.
-    let path = run.logs_dir().join("generations.jsonl");
+    let path = run.generation_log_path();
     let previous = std::fs::read_to_string(&path).unwrap_or_default();
     // Drop a line for the same generation left by a run killed before `latest` moved.
     let mut text: String = previous
@@ -820,7 +845,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
             serde_json::from_str::<serde_json::Value>(line)
                 .ok()
                 .and_then(|v| v.get("generation").and_then(|g| g.as_u64()))
-                != Some(s.generation as u64)
+                != Some(s.generation.number() as u64)
         })
         .flat_map(|line| [line, "\n"])
         .collect();
@@ -852,36 +877,30 @@ pub fn selfplay_only(
     }
     while !stop.load(Ordering::Relaxed) && games.is_none_or(|g| played < g) {
         if let Some(r) = remote {
-            r.pull_pointers(false)?;
+            r.pull_pointers(crate::remote::CheckpointFiles::Model)?;
         }
-        let Some(model) = run.latest()? else {
+        let Some(latest) = run.latest()? else {
             eprintln!("waiting for the first checkpoint in {}", run.root().display());
             std::thread::sleep(Duration::from_secs(2));
             continue;
         };
-        let player = run.self_play_model(&model, cfg.eval.gate.enabled)?;
-        let learner = Learner::load(cfg, &run.checkpoint_dir(&player))?;
+        let player = run.self_play_model(latest, self_play_choice(cfg))?;
+        let learner = Learner::load(cfg, &run.checkpoint_dir(player))?;
         let (evaluator, service) =
             learner.start_inference(cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards())?;
-        let job = SelfPlayJob {
-            options: cfg.game.options(),
-            search: cfg.search.clone(),
-            selfplay: selfplay_at(cfg, model.strip_prefix("gen-").and_then(|g| g.parse().ok()).unwrap_or(u32::MAX)),
-            model: player.clone(),
-            generation: model.clone(),
-            seed: cfg.schedule.seed ^ index,
-        };
+        let job =
+            SelfPlayJob { seed: cfg.schedule.seed ^ index, ..selfplay_job(cfg, cfg.game.options(), player, latest) };
         // Play one chunk with this model, then look for a newer one.
         let chunk = cfg.selfplay.concurrent_games.max(1);
         let chunk = games.map_or(chunk, |g| chunk.min(g - played));
-        let n = run_pool(&job, evaluator, &run.games_dir(), chunk, index, &stop, |_| {})?;
+        let n = run_pool(&job, evaluator, &run.generation_games_dir(latest), chunk, index, &stop, |_| {})?;
         service.shutdown();
         if let Some(r) = remote {
             r.push_worker_games()?;
         }
         played += n;
         index += n as u64;
-        eprintln!("{model}: {played} games played by this process");
+        eprintln!("{latest}: {played} games played by this process");
     }
     Ok(())
 }
@@ -897,13 +916,13 @@ mod tests {
         let skip = StepOutcome::Skipped("non-finite loss".into());
         let ok = StepOutcome::Trained(Losses::default());
         for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
-            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+            assert!(!g.record(&skip, 7, Generation(3)).unwrap());
         }
-        assert!(g.record(&ok, 7, "gen-0003").unwrap(), "a good step resets the run of skips");
+        assert!(g.record(&ok, 7, Generation(3)).unwrap(), "a good step resets the run of skips");
         for _ in 0..MAX_CONSECUTIVE_SKIPPED_STEPS - 1 {
-            assert!(!g.record(&skip, 7, "gen-0003").unwrap());
+            assert!(!g.record(&skip, 7, Generation(3)).unwrap());
         }
-        let e = g.record(&skip, 7, "gen-0003").unwrap_err().to_string();
+        let e = g.record(&skip, 7, Generation(3)).unwrap_err().to_string();
         assert!(e.contains("training diverged") && e.contains("gen-0003"), "{e}");
         assert_eq!(g.skipped, 2 * MAX_CONSECUTIVE_SKIPPED_STEPS - 1);
     }

@@ -1,7 +1,7 @@
 //! `bredon check --run DIR`: verifies every file of a run directory (checksums, finite
 //! weights, legal games, parsable logs) and says what is damaged and what it costs.
 
-use crate::error::{Result, RunError};
+use crate::error::{IoContext, Result, RunError};
 use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
 use bredon_storage::fsutil::files_under;
 use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
 use crate::replay::{GameRecord, list_game_files};
-use crate::rundir::{RunDir, read_state_file};
+use crate::rundir::{Generation, RunDir, layout, read_state_file};
 
 /// A damaged file and what its damage means for the run.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,11 +74,11 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     });
     // Pointers.
     let latest = run.latest();
-    rep.note(&root.join("latest"), latest.as_ref().map(|_| Verified::Ok), || {
+    rep.note(&run.path(layout::LATEST), latest.as_ref().map(|_| Verified::Ok), || {
         "the run cannot resume: write the name of the newest intact checkpoint into `latest`".into()
     });
-    if root.join("best").exists() {
-        rep.note(&root.join("best"), run.best().map(|_| Verified::Ok), || {
+    if run.path(layout::BEST).exists() {
+        rep.note(&run.path(layout::BEST), run.best().map(|_| Verified::Ok), || {
             "self-play with gating cannot start: write the name of an intact checkpoint into `best`".into()
         });
     }
@@ -93,12 +93,12 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         if name.starts_with('.') {
             continue;
         }
-        if !dir.join("state.json").is_file() {
+        if !dir.join(layout::STATE).is_file() {
             rep.incomplete.push(dir);
             continue;
         }
         let lost = || {
-            if latest.as_deref() == Some(name.as_str()) {
+            if latest.is_some() && latest == name.parse::<Generation>().ok() {
                 format!(
                     "{name} is the newest checkpoint: the run cannot resume from it; delete {} and write the previous \
                      checkpoint's name into `latest` (its generation is then trained again from the games on disk)",
@@ -110,11 +110,11 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         };
         let state = read_state_file(&dir);
         let opt_crc = state.as_ref().ok().and_then(|s| s.1);
-        rep.note(&dir.join("state.json"), state.map(|s| s.2), lost);
-        rep.note(&dir.join("model.bpk"), load_model_verified(&dir).map(|m| m.2), lost);
-        let opt = dir.join("optimizer.bpk");
+        rep.note(&dir.join(layout::STATE), state.map(|s| s.2), lost);
+        rep.note(&dir.join(layout::MODEL_FILES[0]), load_model_verified(&dir).map(|m| m.2), lost);
+        let opt = dir.join(layout::OPTIMIZER);
         if opt.exists() {
-            let r = std::fs::read(&opt).map_err(RunError::from).and_then(|b| Ok(check_crc(&b, opt_crc, &opt)?));
+            let r = std::fs::read(&opt).io("reading", &opt).and_then(|b| Ok(check_crc(&b, opt_crc, &opt)?));
             rep.note(&opt, r, lost);
         }
     }
@@ -128,22 +128,22 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
         rep.note(&path, r, || "this game is skipped by training (the rest of its generation is used)".into());
     }
     // Logs.
-    let log = run.logs_dir().join("generations.jsonl");
+    let log = run.generation_log_path();
     if log.is_file() {
-        rep.note(&log, check_json_lines(&log, false), || {
+        rep.note(&log, check_json_lines(&log, LinesFile::Rewritten), || {
             "damaged lines are ignored by the run; only the history of those generations' statistics is lost".into()
         });
     }
     // Arena and exports (any depth: gating keeps its own arena under arena/gating/).
-    for path in files_under(&run.arena_dir()).into_iter().chain(files_under(&root.join("exports"))) {
+    for path in files_under(&run.arena_dir()).into_iter().chain(files_under(&run.exports_dir())) {
         let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if file == "ratings.json" {
             let r = std::fs::read(&path)
-                .map_err(RunError::from)
+                .io("reading", &path)
                 .and_then(|b| Ok(from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2)?));
             rep.note(&path, r, || "rerun `bredon arena` with the same arguments to rewrite the ratings".into());
         } else if file.ends_with(".jsonl") {
-            rep.note(&path, check_json_lines(&path, true), || {
+            rep.note(&path, check_json_lines(&path, LinesFile::AppendOnly), || {
                 "damaged result lines: remove them and rerun `bredon arena` (it replays only the missing games)".into()
             });
         } else if file.ends_with(".bredon") {
@@ -155,12 +155,24 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     Ok(rep)
 }
 
-/// Every line of a JSON-lines file parses (a torn last line of an append-only file is
-/// allowed when `append_only`).
-fn check_json_lines(path: &Path, append_only: bool) -> Result<Verified> {
-    let text = std::fs::read(path)?;
+/// How a JSON-lines file is written, which decides whether a torn last line is damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LinesFile {
+    /// Rewritten whole and atomically (`logs/generations.jsonl`): every line must parse.
+    Rewritten,
+    /// Appended to (the arena's `results.jsonl`): a torn last line is an interrupted
+    /// append, not damage.
+    AppendOnly,
+}
+
+/// Every line of a JSON-lines file parses (but a torn last line of an append-only file).
+fn check_json_lines(path: &Path, file: LinesFile) -> Result<Verified> {
+    let text = std::fs::read(path).io("reading", path)?;
     let text = String::from_utf8(text).map_err(|_| RunError::NotText { path: path.into() })?;
-    let complete = if append_only { text.rfind('\n').map_or("", |i| &text[..=i]) } else { &text[..] };
+    let complete = match file {
+        LinesFile::AppendOnly => text.rfind('\n').map_or("", |i| &text[..=i]),
+        LinesFile::Rewritten => &text[..],
+    };
     for (i, line) in complete.lines().enumerate() {
         if !line.trim().is_empty() && serde_json::from_str::<serde_json::Value>(line).is_err() {
             return Err(RunError::BadJsonLine { path: path.into(), line: i + 1 });

@@ -25,8 +25,6 @@ pub struct SelfPlayJob {
     pub selfplay: SelfPlayConfig,
     /// Name of the model playing (recorded in each game).
     pub model: String,
-    /// The generation the games belong to: the directory under `games/` they go to.
-    pub generation: String,
     /// Seed; each game derives its own RNG from it and the game's index.
     pub seed: u64,
 }
@@ -105,12 +103,12 @@ pub fn play_game(
         search.advance(mv);
     }
     let result = match (resigned, pos.result()) {
-        (Some(loser), _) => StoredResult::from_result(
-            bredon_rules::GameResult::Win { color: loser.opposite(), kind: bredon_rules::WinKind::Other },
-            false,
-        ),
-        (None, Some(r)) => StoredResult::from_result(r, false),
-        (None, None) => StoredResult::from_result(pos.flat_result(), true),
+        (Some(loser), _) => StoredResult::finished(bredon_rules::GameResult::Win {
+            color: loser.opposite(),
+            kind: bredon_rules::WinKind::Other,
+        }),
+        (None, Some(r)) => StoredResult::finished(r),
+        (None, None) => StoredResult::adjudicated(pos.flat_result()),
     };
     let summary = GameSummary {
         plies: plies.len(),
@@ -132,8 +130,8 @@ pub fn play_game(
     Ok(Some((record, summary)))
 }
 
-/// Plays `games` games on `threads` threads, storing each finished game under `games_dir`
-/// as soon as it ends. `first_index` numbers the games (file names and RNG streams), so a
+/// Plays `games` games on `threads` threads, storing each finished game in `games_dir`
+/// (the generation's directory, `RunDir::generation_games_dir`) as soon as it ends. `first_index` numbers the games (file names and RNG streams), so a
 /// resumed generation does not replay the same games. Stops early (dropping unfinished
 /// games) when `stop` is set. `on_game` runs on the calling thread for every stored game.
 pub fn run_pool(
@@ -164,7 +162,7 @@ pub fn run_pool(
                     match play_game(job, evaluator.as_ref(), index, stop) {
                         Ok(Some((record, summary))) => {
                             let id = format!("{index:08}-{}", std::process::id());
-                            let stored = store_game(games_dir, &job.generation, &record, &id).map(|_| summary);
+                            let stored = store_game(games_dir, &record, &id).map(|_| summary);
                             if tx.send(stored).is_err() {
                                 break;
                             }

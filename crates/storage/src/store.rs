@@ -207,19 +207,6 @@ impl Store {
         Ok(s)
     }
 
-    /// Whether this is an object store (not a local directory).
-    pub fn is_remote(&self) -> bool {
-        matches!(*self.inner, Inner::Remote(_))
-    }
-
-    /// The local directory of a local store.
-    pub fn local_root(&self) -> Option<&Path> {
-        match &*self.inner {
-            Inner::Local { root } => Some(root),
-            Inner::Remote(_) => None,
-        }
-    }
-
     /// `key` as a path or URL, for messages.
     pub fn describe(&self, key: &str) -> String {
         match &*self.inner {

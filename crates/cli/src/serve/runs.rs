@@ -2,9 +2,11 @@
 //! Elo curve and the newest self-play games. Everything is read fresh on each request,
 //! so the page follows a run that is writing.
 
+use bredon_arena::{EloCurveRow, read_elo_curve};
+use bredon_selfplay::rundir::{Generation, RunDir, layout};
 use serde::Serialize;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::error::ApiError;
 
@@ -19,30 +21,11 @@ pub struct RunInfo {
     pub path: PathBuf,
 }
 
-/// One point of the Elo curve (`arena/elo-curve.csv`).
-#[derive(Clone, Debug, Serialize)]
-pub struct EloPoint {
-    /// Checkpoint name.
-    pub name: String,
-    /// Generation.
-    pub generation: u64,
-    /// Training step.
-    pub step: u64,
-    /// Minutes of training.
-    pub minutes: f64,
-    /// Elo (the first checkpoint is 0).
-    pub elo: f64,
-    /// Lower end of the 95 % interval.
-    pub lo95: f64,
-    /// Upper end of the 95 % interval.
-    pub hi95: f64,
-}
-
 /// A self-play game listed on the dashboard.
 #[derive(Clone, Debug, Serialize)]
 pub struct GameEntry {
-    /// Generation that played it.
-    pub generation: u32,
+    /// Generation that played it (its number).
+    pub generation: Generation,
     /// Game id (the file stem).
     pub id: String,
     /// Result in PTN, if the file has one.
@@ -61,7 +44,7 @@ pub struct RunView {
     /// `logs/generations.jsonl`, one object per generation (the newest 1000).
     pub generations: Vec<Value>,
     /// `arena/elo-curve.csv` (empty before `bredon arena --run`).
-    pub elo: Vec<EloPoint>,
+    pub elo: Vec<EloCurveRow>,
     /// Why the Elo curve could not be read, if it could not.
     pub elo_error: Option<String>,
     /// The newest self-play games, newest first.
@@ -79,18 +62,20 @@ pub fn read_run(info: &RunInfo) -> Result<RunView, ApiError> {
     if !dir.is_dir() {
         return Err(ApiError::Internal(format!("{} is not a directory (was the run deleted?)", dir.display())));
     }
-    let latest = std::fs::read_to_string(dir.join("latest")).ok().map(|s| s.trim().to_string());
+    let run = RunDir::new(dir);
+    // A pointer to a checkpoint still being written (or a damaged one) shows as none yet.
+    let latest = run.latest().ok().flatten().map(|g| g.to_string());
     let mut generations = Vec::new();
-    if let Ok(text) = std::fs::read_to_string(dir.join("logs/generations.jsonl")) {
+    if let Ok(text) = std::fs::read_to_string(run.generation_log_path()) {
         // A torn last line (the trainer is writing it) is left for the next poll.
         generations = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
         let skip = generations.len().saturating_sub(GENERATIONS_SENT);
         generations.drain(..skip);
     }
-    let (elo, elo_error) = match std::fs::read_to_string(dir.join("arena/elo-curve.csv")) {
-        Ok(text) => match parse_curve(&text) {
+    let (elo, elo_error) = match std::fs::read_to_string(run.path(layout::ELO_CURVE)) {
+        Ok(text) => match read_elo_curve(&text) {
             Ok(v) => (v, None),
-            Err(e) => (vec![], Some(format!("arena/elo-curve.csv: {e}"))),
+            Err(e) => (vec![], Some(format!("{}: {e}", layout::ELO_CURVE))),
         },
         Err(_) => (vec![], None),
     };
@@ -101,52 +86,15 @@ pub fn read_run(info: &RunInfo) -> Result<RunView, ApiError> {
         generations,
         elo,
         elo_error,
-        games: newest_games(dir),
+        games: newest_games(&run),
     })
 }
 
-/// Parses `name,generation,step,minutes,elo,lo95,hi95` rows (header first).
-pub fn parse_curve(text: &str) -> Result<Vec<EloPoint>, String> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').map(str::trim).collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no `{name}` column"));
-    let (cn, cg, cs, cm, ce, cl, ch) =
-        (col("name")?, col("generation")?, col("step")?, col("minutes")?, col("elo")?, col("lo95")?, col("hi95")?);
-    let mut out = Vec::new();
-    for (i, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        let num = |c: usize| -> Result<f64, String> {
-            f.get(c).and_then(|s| s.parse::<f64>().ok()).ok_or(format!(
-                "line {}: bad number in column {}",
-                i + 2,
-                c + 1
-            ))
-        };
-        out.push(EloPoint {
-            name: f.get(cn).unwrap_or(&"").to_string(),
-            generation: num(cg)? as u64,
-            step: num(cs)? as u64,
-            minutes: num(cm)?,
-            elo: num(ce)?,
-            lo95: num(cl)?,
-            hi95: num(ch)?,
-        });
-    }
-    Ok(out)
-}
-
 /// The newest games of the newest generations that have any.
-fn newest_games(dir: &Path) -> Vec<GameEntry> {
-    let mut gens: Vec<u32> = std::fs::read_dir(dir.join("games"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("gen-")?.parse().ok())
-        .collect();
-    gens.sort_unstable_by(|a, b| b.cmp(a));
+fn newest_games(run: &RunDir) -> Vec<GameEntry> {
     let mut out = Vec::new();
-    for g in gens {
-        let gdir = dir.join(format!("games/gen-{g:04}"));
-        let mut files: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&gdir)
+    for generation in run.game_generations().into_iter().rev() {
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(run.generation_games_dir(generation))
             .into_iter()
             .flatten()
             .filter_map(|e| {
@@ -162,7 +110,7 @@ fn newest_games(dir: &Path) -> Vec<GameEntry> {
             }
             let id = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
             let result = std::fs::read_to_string(&p).ok().and_then(|t| result_tag(&t));
-            out.push(GameEntry { generation: g, id, result });
+            out.push(GameEntry { generation, id, result });
         }
     }
     out
@@ -180,22 +128,7 @@ pub fn read_game(info: &RunInfo, generation: u32, id: &str) -> Result<String, Ap
     if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(ApiError::bad(format!("bad game id {id:?} (letters, digits, - and _ only)")));
     }
-    let path = info.path.join(format!("games/gen-{generation:04}/{id}.ptn"));
+    let path = RunDir::new(&info.path).generation_games_dir(Generation(generation)).join(format!("{id}.ptn"));
     std::fs::read_to_string(&path)
         .map_err(|_| ApiError::NotFound(format!("run {} has no game {id} in generation {generation}", info.name)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_curve_parses_and_a_bad_one_names_the_line() {
-        let c = parse_curve("name,generation,step,minutes,elo,lo95,hi95\ngen-0000,0,0,0.00,0.0,0.0,0.0\ngen-0005,5,203,24.21,132.5,-31.0,295.9\n").unwrap();
-        assert_eq!(c.len(), 2);
-        assert_eq!((c[1].generation, c[1].lo95), (5, -31.0));
-        let e = parse_curve("name,generation,step,minutes,elo,lo95,hi95\ngen-0000,0,0,x,0,0,0\n").unwrap_err();
-        assert!(e.contains("line 2"), "{e}");
-        assert!(parse_curve("a,b\n").unwrap_err().contains("no `name` column"));
-    }
 }

@@ -16,22 +16,42 @@ pub fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
 }
 
-/// `configs/3x3.toml` with `edits` (`(section, key, value)`) and in-run evaluation off
-/// unless an edit turns it on, written to `dir/tiny.toml`.
-pub fn tiny_config(dir: &Path, edits: &[(&str, &str, toml::Value)]) -> PathBuf {
-    let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();
-    let mut cfg: toml::Table = toml::from_str(&text).unwrap();
-    let mut set = |section: &str, key: &str, v: toml::Value| {
-        cfg.entry(section).or_insert_with(|| toml::Value::Table(Default::default()));
-        cfg[section].as_table_mut().unwrap().insert(key.into(), v);
-    };
-    set("eval", "every", 0.into());
-    for (s, k, v) in edits {
-        set(s, k, v.clone());
+/// The tests' training config: `configs/3x3.toml` made tiny (a 1-block, 16-channel
+/// network; 12 games of 16 visits, 4 at a time, and at most 12 training steps a
+/// generation; in-run evaluation off) for `generations` generations. `set` changes any
+/// key, `write` writes it.
+pub struct TinyConfig {
+    table: toml::Table,
+}
+
+impl TinyConfig {
+    /// The tiny config with `generations` generations.
+    pub fn new(generations: u32) -> TinyConfig {
+        let text = std::fs::read_to_string(repo_file("configs/3x3.toml")).unwrap();
+        TinyConfig { table: toml::from_str(&text).unwrap() }
+            .set("net", "blocks", 1)
+            .set("net", "channels", 16)
+            .set("selfplay", "games_per_generation", 12)
+            .set("selfplay", "concurrent_games", 4)
+            .set("selfplay", "visits", 16)
+            .set("train", "max_steps_per_generation", 12)
+            .set("eval", "every", 0)
+            .set("schedule", "generations", generations as i64)
     }
-    let path = dir.join("tiny.toml");
-    std::fs::write(&path, toml::to_string(&cfg).unwrap()).unwrap();
-    path
+
+    /// Sets `[section] key = value`.
+    pub fn set(mut self, section: &str, key: &str, value: impl Into<toml::Value>) -> TinyConfig {
+        let table = self.table.entry(section).or_insert_with(|| toml::Value::Table(Default::default()));
+        table.as_table_mut().unwrap().insert(key.into(), value.into());
+        self
+    }
+
+    /// Writes it to `dir/tiny.toml` and returns that path.
+    pub fn write(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("tiny.toml");
+        std::fs::write(&path, toml::to_string(&self.table).unwrap()).unwrap();
+        path
+    }
 }
 
 /// A finished command's stdout and stderr, as text.
