@@ -577,10 +577,12 @@ mod tests {
             ("match", "[clock]\ntime_ms = 5000\n{}"),
             ("match", "[openings]\nkind = \"random\"\nplies = 2\ncount = 5\nseed = 1\n{}"),
             ("match", "[openings]\nkind = \"file\"\npath = \"o.txt\"\n{}"),
-            ("match", "[openings]\nkind = \"none\"\n{}"),
             ("player", "kind = \"random\"\n{}"),
-            // (The `uniform`, `rollout` and `checkpoint` forms flatten their search settings
-            // in, and serde does not refuse unknown keys beside a flattened field there.)
+            // (`[openings] kind = "none"` has no fields of its own, and serde lets a
+            // unit variant of a tagged enum pass extra keys.)
+            ("player", "kind = \"uniform\"\nvisits = 10\ntactics = false\n{}"),
+            ("player", "kind = \"rollout\"\nvisits = 10\n{}"),
+            ("player", "kind = \"checkpoint\"\npath = \"m.bredon\"\ntime = \"reserves\"\n{}"),
             ("player", "kind = \"tei\"\nnodes = 100\n{}[config]\nprogram = \"tiltak\"\n"),
             ("player", "kind = \"tei\"\n[config]\nprogram = \"tiltak\"\n{}"),
             ("gate", "kind = \"sprt\"\nelo0 = 0.0\nelo1 = 30.0\nalpha = 0.05\nbeta = 0.05\n{}"),

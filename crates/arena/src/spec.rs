@@ -27,9 +27,8 @@ use crate::error::{SpecError, SpecErrorKind};
 use crate::player::{MctsPlayer, MoveLimits, Player, PlayerError, RandomPlayer};
 use crate::tei::{TeiConfig, TeiPlayer, split_command_line};
 
-/// A player description. In serde form (config files) an unknown key is an error for
-/// `random` and `tei` players (and in a TEI player's `config`); the forms with flattened
-/// search choices (`uniform`, `rollout`, `checkpoint`) do not refuse one yet.
+/// A player description. In serde form (config files) an unknown key is an error, the
+/// search choices' included.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
 pub enum PlayerSpec {

@@ -3,7 +3,7 @@
 //! check` finds damaged files and training skips damaged games; a diverging run stops at
 //! its last good checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
