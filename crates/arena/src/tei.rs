@@ -3,14 +3,14 @@
 //!
 //! The client side of the protocol, as the racetrack match runner uses it:
 //!
-//! 1. start the process, send `tei`, wait for `teiok` (lines before it, such as `id` and
-//!    `option`, are ignored);
+//! 1. start the process, send `tei`, wait for `teiok` (lines before it, such as `id`,
+//!    `option` and PTN Ninja's `size … halfkomi …`, are ignored);
 //! 2. `setoption name X value Y` for each configured option;
 //! 3. per game: `setoption name HalfKomi value K` (unless disabled or set explicitly),
 //!    `teinewgame N`, `isready`, wait for `readyok`;
 //! 4. per move: `position startpos moves m1 m2 …`, then `go nodes N`, `go movetime MS` or
-//!    `go wtime W btime B winc I binc I`, and read lines until `bestmove <ptn>` (`info` and
-//!    unknown lines are ignored);
+//!    `go wtime W btime B winc I binc I`, and read lines until `bestmove <ptn>` (`info`
+//!    lines, whatever their fields, and unknown lines are ignored);
 //! 5. `quit` when the player is dropped (the process is killed if it does not exit soon).
 //!
 //! The lines are [`bredon_tei`]'s: commands formatted from [`TeiCommand`], the engine's
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use bredon_rules::notation::parse_move;
 use bredon_rules::{GameOptions, Move, Position};
-use bredon_tei::{GoParams, Response, StartPosition, TeiCommand, parse_response};
+use bredon_tei::{GoParams, NewGame, Response, StartPosition, TeiCommand, parse_response};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{TeiClientError, TeiStage};
@@ -361,7 +361,7 @@ impl Player for TeiPlayer {
                     value: Some(opts.half_komi.to_string()),
                 })?;
             }
-            engine.send(&TeiCommand::NewGame(Some(opts.size)))?;
+            engine.send(&TeiCommand::NewGame(NewGame::Plain(Some(opts.size))))?;
             engine.send(&TeiCommand::IsReady)?;
             engine.wait_for("readyok", init)?;
             Ok::<(), PlayerError>(())

@@ -47,7 +47,8 @@ enum Command {
     Train(train_cmd::TrainArgs),
     /// Only play self-play games into a run directory (to add workers to a training run).
     Selfplay(train_cmd::SelfPlayArgs),
-    /// Speak the Tak Engine Interface on stdin/stdout (for match runners and GUIs).
+    /// Speak the Tak Engine Interface on stdin/stdout (match runners, GUIs), or with
+    /// `--listen` over WebSocket (PTN Ninja).
     Tei(tei_cmd::TeiArgs),
     /// Play against the engine in the terminal.
     Play(play_cmd::PlayArgs),

@@ -246,3 +246,87 @@ fn arena_plays_bredon_tei_as_an_external_engine() {
     }
     assert!(out.join("ratings.csv").is_file() && out.join("ratings.json").is_file());
 }
+
+/// Whether `line` matches `pattern`, in which `*` stands for any text.
+fn glob(pattern: &str, line: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if parts.len() == 1 {
+        return pattern == line;
+    }
+    if !line.starts_with(first) || !line[first.len()..].ends_with(last) || line.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &line[first.len()..line.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn glob_matches_star_as_any_text() {
+    assert!(glob("bestmove *", "bestmove a1"));
+    assert!(glob("info depth * nodes 200 time * pv *", "info depth 3 seldepth 5 nodes 200 time 9 pv a1 b2"));
+    assert!(!glob("info depth * nodes 200 time *", "info depth 3 nodes 20 time 9"));
+    assert!(glob("teiok", "teiok") && !glob("teiok", "teiok "));
+    assert!(!glob("a*b*a", "ab"));
+}
+
+/// The transcript after `<!-- transcript: NAME -->` in docs/playing.md.
+fn transcript(name: &str) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/playing.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let marker = format!("<!-- transcript: {name} -->");
+    let after = &doc[doc.find(&marker).unwrap_or_else(|| panic!("no {marker} in docs/playing.md")) + marker.len()..];
+    let block = after.trim_start().strip_prefix("```text\n").expect("a ```text block after the marker");
+    let block = &block[..block.find("```").expect("the block's end")];
+    let lines: Vec<String> = block.lines().map(str::to_string).collect();
+    assert!(lines.iter().all(|l| l.starts_with("> ") || l.starts_with("< ")), "{name}: {lines:?}");
+    lines
+}
+
+/// Replays a transcript of docs/playing.md against `bredon tei --uniform --threads 1`:
+/// `>` lines are sent, `<` lines expected in order (`*` any text), progress reports
+/// (`info depth …`) between them skipped.
+fn replay(name: &str) {
+    let lines = transcript(name);
+    let mut e = Engine::start(&["--uniform", "--threads", "1"]);
+    for line in &lines {
+        if let Some(cmd) = line.strip_prefix("> ") {
+            e.send(cmd);
+            continue;
+        }
+        let pattern = &line[2..];
+        let mut skipped = Vec::new();
+        loop {
+            let got = e
+                .lines
+                .recv_timeout(TIMEOUT)
+                .unwrap_or_else(|err| panic!("{name}: waiting for {pattern:?}: {err}; skipped {skipped:?}"));
+            if glob(pattern, &got) {
+                break;
+            }
+            assert!(
+                got.starts_with("info depth "),
+                "{name}: got {got:?} while waiting for {pattern:?}; skipped {skipped:?}"
+            );
+            skipped.push(got);
+        }
+    }
+    assert_eq!(lines.last().map(String::as_str), Some("> quit"), "{name} ends with quit");
+    assert_exits_cleanly(&mut e.child, 600, "after the transcript's quit");
+}
+
+#[test]
+fn the_match_runner_transcript_of_the_docs_replays_verbatim() {
+    replay("match-runner");
+}
+
+#[test]
+fn the_ptn_ninja_transcript_of_the_docs_replays_verbatim() {
+    replay("ptn-ninja");
+}

@@ -5,3 +5,4 @@
 //! **API boundary**: the engine types of each module; errors are this crate's own enums.
 
 pub mod analysis;
+pub mod tei;
