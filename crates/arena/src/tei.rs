@@ -290,15 +290,7 @@ impl TeiPlayer {
 
     fn go_command(&self, pos: &Position, limits: &MoveLimits) -> Result<(TeiCommand, Duration), PlayerError> {
         let grace = Duration::from_millis(self.config.move_timeout_ms);
-        if let Some(n) = limits.nodes {
-            return Ok((TeiCommand::Go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
-        }
-        if let Some(t) = limits.movetime {
-            return Ok((
-                TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }),
-                grace + t,
-            ));
-        }
+        // A game on a clock is played on the clock, as the arena's own players do.
         if let Some(c) = limits.clock {
             let own = if pos.side_to_move() == bredon_rules::Color::White { c.wtime } else { c.btime };
             let ms = |d: Duration| Some(d.as_millis() as u64);
@@ -310,6 +302,15 @@ impl TeiPlayer {
                 ..GoParams::default()
             });
             return Ok((cmd, grace + own));
+        }
+        if let Some(n) = limits.nodes {
+            return Ok((TeiCommand::Go(GoParams { nodes: Some(n), ..GoParams::default() }), grace));
+        }
+        if let Some(t) = limits.movetime {
+            return Ok((
+                TeiCommand::Go(GoParams { movetime: Some(t.as_millis() as u64), ..GoParams::default() }),
+                grace + t,
+            ));
         }
         Err(PlayerError::NoLimit)
     }

@@ -1,52 +1,105 @@
-//! `bredon analyse`: the engine's view of every ply of a PTN game.
+//! `bredon analyse`: the engine's view of every ply of a PTN game, or with `--json` the
+//! JSON analysis engine (`bredon_engine::analysis`) on stdin and stdout.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use bredon_engine::analysis::{AnalysisEngine, AnalysisModel};
 use bredon_mcts::{Search, SearchConfig};
 use bredon_rules::Color;
 use bredon_rules::notation::Ptn;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::model_arg;
 
 /// Arguments of `bredon analyse`.
 #[derive(clap::Args, Debug)]
 pub struct AnalyseArgs {
-    /// The game (PTN).
-    pub file: PathBuf,
+    /// The game (PTN). Not with `--json`, which reads its queries from stdin.
+    #[arg(required_unless_present = "json", conflicts_with = "json")]
+    pub file: Option<PathBuf>,
     /// Model (a `bredon export` file or a checkpoint directory). Without it: `NxN.bredon`
     /// of the game's size from `checkpoints/shipped` (as for `bredon tei`), else the
-    /// uniform-evaluator search.
+    /// uniform-evaluator search. With `--json`: a model for its board size (repeat for
+    /// several sizes); without one, the shipped model of every size that has one.
     #[arg(long)]
-    pub model: Option<PathBuf>,
-    /// Visits per position.
-    #[arg(long, default_value_t = 800)]
+    pub model: Vec<PathBuf>,
+    /// Visits per position (with `--json`, each query gives its own budget).
+    #[arg(long, default_value_t = 800, conflicts_with = "json")]
     pub visits: u64,
+    /// The JSON analysis engine: one JSON query a line on stdin, one JSON answer a line
+    /// on stdout per analysed position (docs/analysis-engine.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Prints, per ply, the move played, the engine's value (for white and for the side to
 /// move) and its best move and line; `?` marks a move other than the engine's choice.
 pub fn run(args: AnalyseArgs) -> Result<()> {
+    if args.json {
+        let engine = json_engine(&args.model)?;
+        return bredon_engine::analysis::serve(&engine, std::io::BufReader::new(std::io::stdin()), std::io::stdout())
+            .context("the JSON analysis engine");
+    }
     let stdout = std::io::stdout();
     analyse(&args, &mut stdout.lock())
 }
 
+/// The JSON analysis engine with `models` (each for its own board size), or without any
+/// the shipped `NxN.bredon` of every size that has one.
+pub fn json_engine(models: &[PathBuf]) -> Result<AnalysisEngine> {
+    let paths: Vec<PathBuf> = if models.is_empty() {
+        let dirs = model_arg::default_model_dirs();
+        (3..=8).filter_map(|n| model_arg::find_model(&dirs, n)).collect()
+    } else {
+        models.to_vec()
+    };
+    let mut by_size = std::collections::BTreeMap::new();
+    for path in &paths {
+        let (size, model) = analysis_model(path)?;
+        if by_size.insert(size, model).is_some() {
+            bail!("two {size}x{size} models given ({} is the second)", path.display());
+        }
+    }
+    for (size, m) in &by_size {
+        eprintln!("bredon analyse --json: {size}x{size} with {}", m.name);
+    }
+    Ok(AnalysisEngine::new(by_size))
+}
+
+/// A network for the analysis engine: the search's evaluator and the heads, from one
+/// file; with its board size.
+fn analysis_model(path: &Path) -> Result<(usize, AnalysisModel)> {
+    let (net, meta) = bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+    let model = AnalysisModel {
+        name,
+        evaluator: Arc::new(bredon_nn::NetEvaluator::new(net.clone(), meta.size)),
+        heads: Some(Arc::new(bredon_nn::Heads::new(net, meta.size))),
+    };
+    Ok((meta.size, model))
+}
+
 /// [`run`] into any writer.
 pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let ptn = Ptn::parse(&text).with_context(|| format!("{}", args.file.display()))?;
-    let replay = ptn.replay().with_context(|| format!("{}", args.file.display()))?;
+    let Some(file) = &args.file else { bail!("bredon analyse needs a PTN file (or --json)") };
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let ptn = Ptn::parse(&text).with_context(|| format!("{}", file.display()))?;
+    let replay = ptn.replay().with_context(|| format!("{}", file.display()))?;
     let size = ptn.size();
-    let (model, file) = model_arg::load_or_default(args.model.as_deref(), size)?;
-    let engine = file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
+    if args.model.len() > 1 {
+        bail!("a PTN game has one board size: give at most one --model");
+    }
+    let (model, model_file) = model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size)?;
+    let engine = model_file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
     let config = SearchConfig { root_noise: false, ..SearchConfig::default() };
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     writeln!(
         out,
         "{}: {size}x{size}, {} plies, {} visits per position, {engine}",
-        args.file.display(),
+        file.display(),
         replay.moves().len(),
         args.visits
     )?;
@@ -99,7 +152,7 @@ mod tests {
         let file = dir.path().join("g.ptn");
         // 3x3: after 5. b1, white has a1 b1 and plays c2 instead of the winning c1.
         std::fs::write(&file, "[Size \"3\"]\n\n1. c3 a3\n2. a1 b3\n3. b1 a2\n4. c2 c1\n").unwrap();
-        let args = AnalyseArgs { file, model: None, visits: 300 };
+        let args = AnalyseArgs { file: Some(file), model: vec![], visits: 300, json: false };
         let mut out = Vec::new();
         analyse(&args, &mut out).unwrap();
         let out = String::from_utf8(out).unwrap();
@@ -118,12 +171,12 @@ mod tests {
         let file = dir.path().join("g.ptn");
         std::fs::write(&file, "[Size \"4\"]\n\n1. a1 d4\n2. b2 c3\n").unwrap();
         let mut out = Vec::new();
-        analyse(&AnalyseArgs { file: file.clone(), model: None, visits: 20 }, &mut out).unwrap();
+        analyse(&AnalyseArgs { file: Some(file.clone()), model: vec![], visits: 20, json: false }, &mut out).unwrap();
         let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
         assert!(head.ends_with("4x4.bredon"), "{head}");
         std::fs::write(&file, "[Size \"3\"]\n\n1. a1 c3\n").unwrap();
         let mut out = Vec::new();
-        analyse(&AnalyseArgs { file, model: None, visits: 20 }, &mut out).unwrap();
+        analyse(&AnalyseArgs { file: Some(file), model: vec![], visits: 20, json: false }, &mut out).unwrap();
         let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
         assert!(head.ends_with("the uniform evaluator"), "no 3x3 model is shipped: {head}");
     }
@@ -133,7 +186,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bad.ptn");
         std::fs::write(&file, "[Size \"3\"]\n\n1. a1 a1\n").unwrap();
-        let args = AnalyseArgs { file, model: None, visits: 10 };
+        let args = AnalyseArgs { file: Some(file), model: vec![], visits: 10, json: false };
         let e = analyse(&args, &mut Vec::new()).unwrap_err();
         assert!(format!("{e:#}").contains("bad.ptn"), "{e:#}");
     }

@@ -30,6 +30,8 @@ pub enum BenchCommand {
     Tactics(crate::tactics_cmd::TacticsArgs),
     /// Training throughput (samples/s) of the burn training step.
     Train(TrainArgs),
+    /// Play-time search speed (nodes/s) with 1, 2, … threads sharing one tree, side by side.
+    Search(crate::bench_search::SearchArgs),
 }
 
 /// Arguments of `bredon bench nn`.
@@ -108,6 +110,7 @@ pub fn run(cmd: BenchCommand, inference: Option<InferenceKind>) -> Result<()> {
         BenchCommand::Selfplay(a) => bench_selfplay(&a, inference),
         BenchCommand::Train(a) => bench_train(&a),
         BenchCommand::Tactics(a) => crate::tactics_cmd::run(&a),
+        BenchCommand::Search(a) => crate::bench_search::run(a),
     }
 }
 

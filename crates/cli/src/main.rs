@@ -3,6 +3,7 @@
 mod analyse_cmd;
 mod arena_cmd;
 mod bench_cmd;
+mod bench_search;
 mod check_cmd;
 mod export_cmd;
 mod model_arg;
@@ -52,7 +53,8 @@ enum Command {
     Tei(tei_cmd::TeiArgs),
     /// Play against the engine in the terminal.
     Play(play_cmd::PlayArgs),
-    /// Show the engine's value and best move for every ply of a PTN game.
+    /// Show the engine's value and best move for every ply of a PTN game; with `--json`,
+    /// the JSON analysis engine on stdin/stdout.
     Analyse(analyse_cmd::AnalyseArgs),
     /// Write a checkpoint as one self-contained model file for play.
     Export(export_cmd::ExportArgs),

@@ -1,7 +1,7 @@
 //! `bredon play`: a game against the engine in the terminal.
 
 use anyhow::{Context, Result, bail};
-use bredon_mcts::{Search, SearchConfig};
+use bredon_mcts::{Budget, PlaySearch, play_config};
 use bredon_rules::notation::{Ptn, parse_move, write_tps};
 use bredon_rules::{Color, GameOptions, Move, Position};
 use bredon_storage::fsutil::atomic_write;
@@ -79,7 +79,7 @@ pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         Color::White => ("you".to_string(), engine_name),
         Color::Black => (engine_name, "you".to_string()),
     };
-    let mut search = Search::new(start.clone(), SearchConfig { root_noise: false, ..SearchConfig::default() });
+    let mut search = PlaySearch::new(start.clone(), play_config(), 1);
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let mut pos = start.clone();
     let mut moves: Vec<Move> = Vec::new();
@@ -134,7 +134,7 @@ pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             }
             mv
         } else {
-            let r = search.run(&*model.evaluator, args.visits.max(1), &mut rng);
+            let r = search.search(&*model.evaluator, Budget::Visits(args.visits), None, &mut rng, None);
             let Some(mv) = r.best_move else { bail!("the engine found no move") };
             let pv: Vec<String> = r.pv.iter().map(|m| m.to_ptn(size)).collect();
             writeln!(

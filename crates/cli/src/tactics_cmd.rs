@@ -4,7 +4,7 @@
 //! and by a model, and the time per position.
 
 use anyhow::{Context, Result, bail};
-use bredon_mcts::{Evaluator, Search, SearchConfig, UniformEvaluator};
+use bredon_mcts::{Budget, Evaluator, SearchConfig, UniformEvaluator, play_config, search_once};
 use bredon_rules::tactics::{Tactic, TacticPosition, classify, parse_tps_lines, read_positions};
 use bredon_rules::{Position, notation::write_tps};
 use rand::SeedableRng;
@@ -77,7 +77,7 @@ pub fn run(args: &TacticsArgs) -> Result<()> {
         None => None,
     };
     let model_size = model.as_ref().and_then(|m| m.meta.as_ref()).map(|m| m.size);
-    let config = SearchConfig { root_noise: false, tactics: !args.no_tactics, ..SearchConfig::default() };
+    let config = SearchConfig { tactics: !args.no_tactics, ..play_config() };
     println!(
         "tactics suite: {} positions, {} visits, tactical checks {}",
         suite.len(),
@@ -123,8 +123,7 @@ fn solve(
 ) {
     let mut rng = ChaCha8Rng::seed_from_u64(tally.tried as u64);
     let began = Instant::now();
-    let mut search = Search::new(tp.position.clone(), config.clone());
-    let result = search.run(evaluator, args.visits.max(1), &mut rng);
+    let result = search_once(&tp.position, evaluator, config, Budget::Visits(args.visits), &mut rng);
     tally.time += began.elapsed();
     tally.tried += 1;
     let ok = result.best_move.is_some_and(|m| tp.solutions.contains(&m));

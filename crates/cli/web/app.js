@@ -28,10 +28,13 @@ async function api(method, path, body) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const sqName = (i, size) => FILES[i % size] + (Math.floor(i / size) + 1);
 const pct = (x) => `${Math.round(x * 100)}%`;
+// A flat margin for white, signed with one decimal ("+1.5", "−0.5").
+const flats = (m) => `${m >= 0 ? "+" : "−"}${Math.abs(m).toFixed(1)}`;
 
 // ---------------------------------------------------------------------------------------
 // The board: cells with stacks (a column of chips, bottom to top, and the top piece drawn
-// large), an optional heat map, clicks and drags reported as square names.
+// large), an optional ownership tint and heat map, clicks and drags reported as square
+// names.
 class Board {
   constructor(host, opts = {}) {
     this.host = host;
@@ -53,6 +56,17 @@ class Board {
       if (extra.last && extra.last.includes(name)) cell.classList.add("last");
       let html = i % size === 0 || Math.floor(i / size) === 0 ? `<span class="coord">${name}</span>` : "";
       const text = pos.board[i];
+      let ownTip = "";
+      if (extra.owner) {
+        // Who will own the square at the end: white's or black's colour, stronger the
+        // surer the network is (-1 black to 1 white; the square root shows the small
+        // values of an open position).
+        const o = Math.max(-1, Math.min(1, extra.owner[i]));
+        const rgb = o >= 0 ? "255, 255, 255" : "0, 0, 0";
+        ownTip = ` · owner at the end: ${o >= 0 ? "white" : "black"} ${Math.round(Math.abs(o) * 100)}%`;
+        // First, so that the square's name stays readable above the tint.
+        html = `<div class="own" data-own="${o.toFixed(2)}" style="background: rgba(${rgb}, ${Math.min(0.9, 1.2 * Math.sqrt(Math.abs(o))).toFixed(3)})"></div>` + html;
+      }
       if (extra.heat && extra.heat[i] > 0.001) {
         const a = (0.75 * extra.heat[i]) / maxHeat;
         const label = extra.heat[i] >= 0.01 ? `<span>${Math.round(extra.heat[i] * 100)}</span>` : "";
@@ -71,7 +85,7 @@ class Board {
         html += `<div class="piece ${owner} ${kind}"></div>`;
       }
       cell.innerHTML = html;
-      cell.title = text ? `${name}: ${describeStack(text)}` : name;
+      cell.title = (text ? `${name}: ${describeStack(text)}` : name) + ownTip;
       cell.dataset.stack = text;
     }
   }
@@ -489,15 +503,18 @@ function anRender() {
   const res = an.results[an.ply];
   const extra = { last: an.ply > 0 ? moveSquares(g.moves[an.ply - 1], g.size) : [] };
   if (res && $("an-heat").checked && res.heat.some((h) => h > 0)) extra.heat = res.heat;
+  if (res && $("an-own").checked && res.ownership) extra.owner = res.ownership;
   anBoard.render(pos, g.size, extra);
   $("an-ply").textContent = `ply ${an.ply} / ${g.moves.length}`;
   const bar = res ? res.white_win : 0.5;
   $("an-evalbar-white").style.width = pct(bar);
   $("an-evalbar-text").textContent = res ? (res.proven_text || `White ${pct(res.white_win)}`) : "";
+  $("an-margin").textContent = res && res.white_margin !== null ? `White ${flats(res.white_margin)} flats` : "";
   let info = "";
   if (pos.result) info += `Game over: ${pos.result}\n`;
   if (res) {
     info += `${res.to_move} to move · White wins ${pct(res.white_win)}`;
+    if (res.white_margin !== null) info += ` · White ${flats(res.white_margin)} flats`;
     if (res.proven_text) info += ` · <span class="proven">${res.proven_text}</span>`;
     info += `\nnetwork value ${res.net_value.toFixed(2)} (side to move), ${res.visits} visits\n`;
     if (res.best) info += `best ${res.best}\nline ${res.pv.join(" ")}\n`;
@@ -713,6 +730,7 @@ async function init() {
   $("an-next").addEventListener("click", () => anStep(an.ply + 1));
   $("an-last").addEventListener("click", () => anStep(Infinity));
   $("an-heat").addEventListener("change", anRender);
+  $("an-own").addEventListener("change", anRender);
   $("an-graph").addEventListener("click", (e) => {
     if (!an.game) return;
     const r = $("an-graph").getBoundingClientRect();

@@ -76,7 +76,7 @@ impl AnalysisEngine {
     pub fn run(&self, request: &Request, stop: &Arc<AtomicBool>, mut emit: impl FnMut(Response)) {
         for (ply, pos) in &request.positions {
             let response = match self.analyse(request, *ply, pos, stop) {
-                Ok(a) => Response::Answer(Box::new(a)),
+                Ok(a) => Response::Answer(Box::new(a.rounded())),
                 Err(error) => Response::Error(ErrorAnswer { id: Some(request.id.clone()), error, field: None }),
             };
             emit(response);
@@ -157,13 +157,20 @@ impl AnalysisEngine {
             answer.proven_plies = r.solved.map(|(_, plies)| plies);
             answer.wdl = r.wdl.map(wdl);
             answer.margin = r.margin.map(|m| m * sign);
-            if request.ownership {
-                // Only the network knows the owners: its ownership head, at this position.
+            if request.ownership || answer.margin.is_none() {
+                // Only the network knows the owners: its ownership head at this position.
+                // Its margin head stands in for the search's when the search has none (a
+                // result proven before any visit).
                 let heads: Option<HeadValues> = match &model.heads {
                     Some(h) => Some(h.evaluate(&[pos]).map_err(|e| e.to_string())?.remove(0)),
                     None => None,
                 };
-                answer.ownership = Some(heads.and_then(|h| h.ownership_for(view, mover)));
+                if answer.margin.is_none() {
+                    answer.margin = heads.as_ref().and_then(|h| h.margin).map(|m| m * sign);
+                }
+                if request.ownership {
+                    answer.ownership = Some(heads.and_then(|h| h.ownership_for(view, mover)));
+                }
             }
             answer.best_move = r.best.map(|m| m.to_ptn(size));
             answer.pv = r.pv.iter().map(|m| m.to_ptn(size)).collect();

@@ -2,6 +2,7 @@
 //! one and gets its id; the page polls it (progress included) and may stop it. A search
 //! nobody has polled for a while is stopped (its tab is gone).
 
+use bredon_engine::analysis::{final_owners, flat_margin};
 use bredon_mcts::{Search, SearchConfig, SearchLimits, SearchResult};
 use bredon_rules::{Color, Position};
 use rand::SeedableRng;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::error::ApiError;
 use super::game::{Game, describe_result};
-use super::models::{ModelChoice, Models};
+use super::models::{Engine, ModelChoice, Models};
 
 /// How long a search may run per position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -97,6 +98,13 @@ pub struct PlyAnalysis {
     /// The network's policy summed per square (by the square a move places on or moves
     /// from), index `row * size + col`; sums to 1.
     pub heat: Vec<f32>,
+    /// The search's expected final flat margin for white in flats, komi included
+    /// (white's flats − black's − komi), backed up from the network's margin head; `null`
+    /// without that head. Exact for a finished game.
+    pub white_margin: Option<f32>,
+    /// The network's expected final owner of each square, −1 (black) to 1 (white), index
+    /// `row * size + col`; `null` without the auxiliary heads. Exact for a finished game.
+    pub ownership: Option<Vec<f32>>,
 }
 
 /// Where a search stands.
@@ -256,13 +264,12 @@ fn run(job: &Job, models: &Models, choice: &ModelChoice, game: &Game, budget: Bu
                 if job.stop.load(Ordering::Relaxed) {
                     break;
                 }
-                let analysis =
-                    analyse(&game.positions[ply], ply, &*engine.evaluator, budget, &job.stop, &mut rng, |a| {
-                        job.view.lock().unwrap().current = Some(a);
-                        if job.polled.lock().unwrap().elapsed() > ABANDONED {
-                            job.stop.store(true, Ordering::Relaxed);
-                        }
-                    });
+                let analysis = analyse(&game.positions[ply], ply, &engine, budget, &job.stop, &mut rng, |a| {
+                    job.view.lock().unwrap().current = Some(a);
+                    if job.polled.lock().unwrap().elapsed() > ABANDONED {
+                        job.stop.store(true, Ordering::Relaxed);
+                    }
+                });
                 let mut view = job.view.lock().unwrap();
                 view.results[k] = Some(analysis);
                 view.current = None;
@@ -278,15 +285,30 @@ fn run(job: &Job, models: &Models, choice: &ModelChoice, game: &Game, budget: Bu
 fn analyse(
     pos: &Position,
     ply: usize,
-    evaluator: &dyn bredon_mcts::Evaluator,
+    engine: &Engine,
     budget: Budget,
     stop: &Arc<AtomicBool>,
     rng: &mut ChaCha8Rng,
     mut progress: impl FnMut(PlyAnalysis),
 ) -> PlyAnalysis {
+    let evaluator = &*engine.evaluator;
     let size = pos.size();
     let legal = pos.legal_moves();
     let over = pos.result();
+    // Ownership (and the network's margin) for white: counted on a finished board, else
+    // the network's heads at this position. (The engine was picked for the game's size,
+    // the only refusal `evaluate` has.)
+    let mover = pos.side_to_move();
+    let for_white = |x: f32| if mover == Color::White { x } else { -x };
+    let (ownership, net_margin) = if over.is_some() {
+        (Some(final_owners(pos, Color::White)), None)
+    } else {
+        let heads = engine.heads.as_ref().and_then(|h| h.evaluate(&[pos]).ok()).and_then(|mut v| v.pop());
+        match heads {
+            Some(h) => (h.ownership_for(Color::White, mover), h.margin.map(for_white)),
+            None => (None, None),
+        }
+    };
     let (policy, net_value) = if over.is_some() || legal.is_empty() {
         (vec![], 0.0)
     } else {
@@ -302,10 +324,16 @@ fn analyse(
     let view = |r: &SearchResult| {
         let mut visits = r.visits.clone();
         visits.sort_by_key(|v| std::cmp::Reverse(v.1));
-        let mover = pos.side_to_move();
         // A finished game is worth its result, whatever the search's root says.
         let value = over.map_or(r.value, |res| res.score_for(mover));
         let white_value = if mover == Color::White { value } else { -value };
+        // The margin: counted on a finished board, else the search's (backed up from the
+        // network's margin head), or the network's own when the search has none (a result
+        // proven before any visit).
+        let white_margin = match over {
+            Some(_) => Some(flat_margin(pos, Color::White)),
+            None => r.margin.map(for_white).or(net_margin),
+        };
         let (proven, proven_text) = match (over, r.proven) {
             (Some(res), _) => {
                 let v = res.score_for(mover);
@@ -338,6 +366,8 @@ fn analyse(
                 .collect(),
             net_value,
             heat: heat.clone(),
+            white_margin,
+            ownership: ownership.clone(),
         }
     };
     let config = SearchConfig { root_noise: false, ..SearchConfig::default() };

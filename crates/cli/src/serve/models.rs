@@ -2,8 +2,8 @@
 //! else the uniform evaluator), `uniform`, and models given with `--model` or uploaded.
 
 use bredon_mcts::{Evaluator, UniformEvaluator};
-use bredon_nn::NetEvaluator;
 use bredon_nn::checkpoint::load_exported_bytes;
+use bredon_nn::{Heads, NetEvaluator};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,8 @@ pub struct Engine {
     pub name: String,
     /// What the search calls.
     pub evaluator: Arc<dyn Evaluator>,
+    /// The network's other heads (margin, ownership); `None` for the uniform evaluator.
+    pub heads: Option<Arc<Heads>>,
 }
 
 /// A model the page can pick by id.
@@ -99,7 +101,7 @@ impl Models {
         let n = self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let id = format!("{prefix}-{n}");
         let info = ModelInfo { id, name: name.to_string(), size: meta.size, half_komi: meta.half_komi };
-        let engine = Engine { name: name.to_string(), evaluator: Arc::new(NetEvaluator::new(net, meta.size)) };
+        let engine = network(name.to_string(), net, meta.size);
         if prefix == "upload" && named.iter().filter(|(m, _)| m.id.starts_with("upload")).count() >= MAX_UPLOADS {
             let oldest = named.iter().position(|(m, _)| m.id.starts_with("upload")).expect("counted");
             named.remove(oldest);
@@ -158,11 +160,17 @@ impl Models {
 }
 
 fn uniform() -> Arc<Engine> {
-    Arc::new(Engine { name: "the uniform evaluator".into(), evaluator: Arc::new(UniformEvaluator) })
+    Arc::new(Engine { name: "the uniform evaluator".into(), evaluator: Arc::new(UniformEvaluator), heads: None })
+}
+
+/// A network's engine: the search's evaluator and its heads.
+fn network(name: String, net: bredon_nn::TakNet, size: usize) -> Engine {
+    let heads = Some(Arc::new(Heads::new(net.clone(), size)));
+    Engine { name, evaluator: Arc::new(NetEvaluator::new(net, size)), heads }
 }
 
 fn load_file(path: &Path) -> Result<Engine, ApiError> {
-    let model = model_arg::load(Some(path), None)
-        .map_err(|e| ApiError::Internal(format!("loading {}: {e:#}", path.display())))?;
-    Ok(Engine { name: path.display().to_string(), evaluator: model.evaluator })
+    let (net, meta) =
+        bredon_nn::load_exported(path).map_err(|e| ApiError::Internal(format!("loading {}: {e:#}", path.display())))?;
+    Ok(network(path.display().to_string(), net, meta.size))
 }

@@ -269,3 +269,43 @@ async fn a_run_is_read_as_it_is_written() {
     assert_eq!(s, StatusCode::OK);
     assert!(v["elo_error"].as_str().unwrap().contains("no `name` column"));
 }
+
+#[tokio::test]
+async fn a_network_adds_the_flat_margin_and_the_ownership_map() {
+    // The shipped models: `auto` plays 4x4 with the shipped network (WDL and aux heads).
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let app = router(Arc::new(AppState::new(vec![shipped], &[], &[], 2).unwrap()));
+    // Three plies of a 4x4 game; the last position is searched, then the whole game.
+    let body = r#"{"game": {"size": 4, "half_komi": 1, "moves": ["a1", "d4", "b2"]}, "plies": "all", "budget": {"visits": 20}}"#;
+    let (s, v) = call(&app, "POST", "/api/search", Some(body)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let v = wait(&app, v["id"].as_u64().unwrap()).await;
+    assert_eq!(v["status"], "done", "{v}");
+    for r in v["results"].as_array().unwrap() {
+        let margin = r["white_margin"].as_f64().unwrap_or_else(|| panic!("no margin: {r}"));
+        assert!(margin.is_finite() && margin.abs() <= 16.0, "{margin}");
+        let own = r["ownership"].as_array().unwrap();
+        assert_eq!(own.len(), 16, "{r}");
+        assert!(own.iter().all(|o| (-1.0..=1.0).contains(&o.as_f64().unwrap())), "{r}");
+    }
+    // White's view on every ply: the same position searched with black to move gives the
+    // map of the same sign, so after 1. a1 (black's flat on a1) black owns a1 at once.
+    let after_a1 = &v["results"][1]["ownership"];
+    assert!(after_a1[0].as_f64().unwrap() < 0.0, "a1 holds black's flat: {after_a1}");
+    // A finished game's margin and owners are counted, not predicted: white's road on
+    // rank 1 (a1 b1 c1 d1), black on a2 b2 c2, komi 0.5.
+    let body = r#"{"game": {"tps": "x4/x4/2,2,2,x/1,1,1,x 1 4", "half_komi": 1, "moves": ["d1"]}, "plies": "all", "budget": {"visits": 5}}"#;
+    let (_, v) = call(&app, "POST", "/api/search", Some(body)).await;
+    let v = wait(&app, v["id"].as_u64().unwrap()).await;
+    let end = &v["results"][1];
+    assert_eq!(end["white_margin"], 0.5, "4 - 3 - 0.5: {end}");
+    assert_eq!(
+        end["ownership"].as_array().unwrap()[..8],
+        json!([1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 0.0]).as_array().unwrap()[..]
+    );
+    // The uniform evaluator predicts neither.
+    let body = r#"{"game": {"size": 4}, "budget": {"visits": 5}, "model": "uniform"}"#;
+    let (_, v) = call(&app, "POST", "/api/search", Some(body)).await;
+    let v = wait(&app, v["id"].as_u64().unwrap()).await;
+    assert!(v["results"][0]["white_margin"].is_null() && v["results"][0]["ownership"].is_null(), "{v}");
+}

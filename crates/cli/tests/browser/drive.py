@@ -3,8 +3,8 @@
 
 Usage: drive.py URL OUTDIR. Plays a whole 3x3 game against the engine by clicking (a
 placement, a spread, an illegal move refused, an undo), a few 5x5 moves against the
-shipped model by PTN entry, analyses a PTN game (evaluation, heat map, a blunder mark)
-and opens a run's dashboard. Writes play.png, analyse.png and watch.png to OUTDIR.
+shipped model by PTN entry, analyses a PTN game (evaluation, flat margin, heat map,
+ownership map, a blunder mark) and opens a run's dashboard. Writes play.png, analyse.png and watch.png to OUTDIR.
 Run by crates/cli/tests/browser.rs, which starts the server; exits non-zero on failure.
 """
 import os
@@ -190,8 +190,30 @@ try:
     # The proven win after the blunder is shown as such.
     d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]').click()
     assert "proven" in by_id("an-evalbar-text").text, by_id("an-evalbar-text").text
+    # The ownership map: every square tinted by its expected owner (the shipped 5x5
+    # network has the ownership head), the flat margin beside the win probability, and
+    # the toggle takes the map off.
     d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="6"]').click()
+    owners = [float(x) for x in d.execute_script(
+        "return [...document.querySelectorAll('#an-board .cell .own')].map(e => e.dataset.own)")]
+    assert len(owners) == 25 and all(-1 <= o <= 1 for o in owners), owners
+    assert any(o > 0.1 for o in owners) and any(o < -0.1 for o in owners), owners
+    # e5 holds black's flat (white placed it on move 1), a1 white's: each owned by its side.
+    e5 = float(by_id("an-board-e5").find_element(By.CSS_SELECTOR, ".own").get_attribute("data-own"))
+    a1 = float(by_id("an-board-a1").find_element(By.CSS_SELECTOR, ".own").get_attribute("data-own"))
+    assert e5 < 0 < a1, (e5, a1)
+    margin = by_id("an-margin").text
+    assert margin.startswith("White ") and margin.endswith(" flats"), margin
+    log("ownership map drawn; margin:", margin)
+    by_id("an-own").click()
+    assert not d.find_elements(By.CSS_SELECTOR, "#an-board .own")
+    by_id("an-own").click()
+    assert len(d.find_elements(By.CSS_SELECTOR, "#an-board .own")) == 25
+    # The picture: the position before the winning e1, the map without the heat map.
+    by_id("an-heat").click()
+    d.find_element(By.CSS_SELECTOR, '#an-moves span[data-ply="8"]').click()
     d.execute_script("window.scrollTo(0, 0)")
+    time.sleep(0.4)  # the evaluation bar's transition
     d.save_screenshot(os.path.join(OUT, "analyse.png"))
     log("analyse.png")
 

@@ -57,6 +57,38 @@ pub struct Answer {
     pub time_ms: u64,
 }
 
+/// Decimals kept in an answer's numbers (the network is not surer than that).
+const DECIMALS: f32 = 1e4;
+
+fn round(x: f32) -> f32 {
+    (x * DECIMALS).round() / DECIMALS
+}
+
+fn round_wdl(w: &mut Option<[f32; 3]>) {
+    if let Some(w) = w {
+        w.iter_mut().for_each(|x| *x = round(*x));
+    }
+}
+
+impl Answer {
+    /// Every number rounded to 4 decimals, for shorter lines.
+    pub fn rounded(mut self) -> Answer {
+        self.value = round(self.value);
+        round_wdl(&mut self.wdl);
+        self.margin = self.margin.map(round);
+        for m in &mut self.moves {
+            m.prior = round(m.prior);
+            m.value = m.value.map(round);
+            round_wdl(&mut m.wdl);
+            m.margin = m.margin.map(round);
+        }
+        if let Some(Some(o)) = &mut self.ownership {
+            o.iter_mut().for_each(|x| *x = round(*x));
+        }
+        self
+    }
+}
+
 /// One root move of an answer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MoveInfo {

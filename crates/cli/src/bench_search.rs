@@ -1,0 +1,97 @@
+//! `bredon bench search`: play-time search speed (nodes/s) of one network with 1, 2, …
+//! threads sharing one tree, side by side on the same positions.
+
+use anyhow::{Context, Result, bail};
+use bredon_arena::openings::parse_opening;
+use bredon_mcts::{Budget, PlaySearch, play_config};
+use bredon_nn::NetEvaluator;
+use bredon_nn::inference::default_kind;
+use bredon_rules::{GameOptions, Position};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Arguments of `bredon bench search`.
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// The model (default: the shipped model of `--size`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Board size when no model is given.
+    #[arg(long, default_value_t = 6)]
+    pub size: usize,
+    /// Thread counts to compare, each on every position in turn.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1, 2])]
+    pub threads: Vec<usize>,
+    /// Openings file (one line of PTN moves each; the positions searched).
+    #[arg(long)]
+    pub openings: Option<PathBuf>,
+    /// Positions (the first openings of the file).
+    #[arg(long, default_value_t = 12)]
+    pub positions: usize,
+    /// Milliseconds of search per position and thread count.
+    #[arg(long, default_value_t = 1000)]
+    pub millis: u64,
+}
+
+/// Runs the benchmark and prints one line per thread count.
+pub fn run(args: SearchArgs) -> Result<()> {
+    let (path, size) = match &args.model {
+        Some(p) => (p.clone(), None),
+        None => (
+            crate::model_arg::find_model(&crate::model_arg::default_model_dirs(), args.size)
+                .with_context(|| format!("no shipped {0}x{0} model found", args.size))?,
+            Some(args.size),
+        ),
+    };
+    let (model, meta) = bredon_nn::load_exported(&path)?;
+    if size.is_some_and(|s| s != meta.size) {
+        bail!("{} is a {}x{} model", path.display(), meta.size, meta.size);
+    }
+    let options = GameOptions::new(meta.size).with_half_komi(meta.half_komi);
+    let openings = match &args.openings {
+        Some(p) => p.clone(),
+        None => bredon_rules::testdata::shared_data_dir()
+            .context("no --openings and no ../shared/data to take the balanced openings from")?
+            .join("openings")
+            .join(format!("{}s_4ply_balanced_openings.txt", meta.size)),
+    };
+    let text = std::fs::read_to_string(&openings).with_context(|| format!("reading {}", openings.display()))?;
+    let mut positions = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()).take(args.positions) {
+        let moves = parse_opening(line, options).with_context(|| format!("an opening of {}", openings.display()))?;
+        let mut pos = Position::with_options(options)?;
+        for mv in moves {
+            pos.make(mv);
+        }
+        positions.push(pos);
+    }
+    let lanes = args.threads.iter().copied().max().unwrap_or(1).max(1);
+    let evaluator = NetEvaluator::with_lanes(model, meta.size, default_kind(), lanes);
+    println!(
+        "{}: {} positions, {} ms each, threads {:?} ({} cores available)",
+        path.display(),
+        positions.len(),
+        args.millis,
+        args.threads,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let mut totals = vec![(0u64, Duration::ZERO); args.threads.len()];
+    for (i, pos) in positions.iter().enumerate() {
+        for (k, &threads) in args.threads.iter().enumerate() {
+            let mut search = PlaySearch::new(pos.clone(), play_config(), threads);
+            let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
+            let began = Instant::now();
+            let r = search.search(&evaluator, Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
+            totals[k].0 += r.playouts;
+            totals[k].1 += began.elapsed();
+        }
+    }
+    let base = totals[0].0 as f64 / totals[0].1.as_secs_f64().max(1e-9);
+    for (&threads, &(nodes, time)) in args.threads.iter().zip(&totals) {
+        let nps = nodes as f64 / time.as_secs_f64().max(1e-9);
+        println!("threads {threads:>2}: {nps:>8.0} nodes/s  ({:.2}x threads {})", nps / base, args.threads[0]);
+    }
+    Ok(())
+}
