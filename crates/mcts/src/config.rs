@@ -73,9 +73,9 @@ pub struct SearchConfig {
     /// the Gumbel root search (its sequential halving spends the budget by design). Off
     /// until a clock match measures it (the queued row in `experiments/README.md`).
     pub stop_when_decided: bool,
-    /// Trees searched side by side for one move in matches and `bredon tei` (root
-    /// parallelism, [`crate::ParallelSearch`]); self-play ignores it (it runs many games at
-    /// once instead).
+    /// Threads searching one tree per move in matches and `bredon tei`
+    /// ([`crate::PlaySearch`], [`crate::Search::run_shared`]); self-play ignores it (it runs
+    /// many games at once instead).
     pub threads: usize,
     /// Weight of the score utility in PUCT selection (KataGo's): a child's expected final
     /// flat margin m (komi included, backed up from the evaluator's margin head and the

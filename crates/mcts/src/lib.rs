@@ -16,7 +16,6 @@
 pub mod baseline;
 pub mod config;
 pub mod evaluator;
-pub mod parallel;
 pub mod play;
 pub mod search;
 pub mod time;
@@ -24,7 +23,6 @@ pub mod time;
 pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
-pub use parallel::ParallelSearch;
 pub use play::{Budget, PlaySearch, Progress, play_config, search_once};
 pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl};
 pub use time::{Clock, TimeManagement, clock_budget, expected_moves_left, move_budget};

@@ -132,6 +132,11 @@ impl Wdl {
         Wdl { win: (1.0 + value - draw) / 2.0, draw, loss: (1.0 - value - draw) / 2.0 }
     }
 
+    /// The same probabilities from the other side's view (win and loss swapped).
+    pub fn flipped(self) -> Wdl {
+        Wdl { win: self.loss, draw: self.draw, loss: self.win }
+    }
+
     /// The split in per mille, rounded so that the three sum to 1000.
     pub fn per_mille(&self) -> [u32; 3] {
         let w = (self.win * 1000.0).round().clamp(0.0, 1000.0) as u32;

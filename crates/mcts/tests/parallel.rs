@@ -2,7 +2,7 @@
 //! reuses its subtree, respects proofs, obeys stops, and runs evaluations side by side.
 
 use bredon_mcts::{
-    Evaluation, Evaluator, ParallelSearch, RolloutEvaluator, SearchConfig, SearchLimits, UniformEvaluator,
+    Budget, Evaluation, Evaluator, PlaySearch, Progress, RolloutEvaluator, SearchConfig, UniformEvaluator,
 };
 use bredon_rules::notation::{parse_move, parse_tps};
 use bredon_rules::{Move, Position};
@@ -22,10 +22,9 @@ fn rng(seed: u64) -> ChaCha8Rng {
 
 #[test]
 fn a_visit_budget_is_kept_by_the_threads_and_reused_after_advance() {
-    let mut search = ParallelSearch::new(Position::new(5).unwrap(), config(), 3);
+    let mut search = PlaySearch::new(Position::new(5).unwrap(), config(), 3);
     let evaluator = RolloutEvaluator { rollouts: 1, max_plies: 100, seed: 1 };
-    let limits = SearchLimits { visits: Some(301), ..Default::default() };
-    let r = search.run_with(&evaluator, &limits, &mut rng(1), |_| {});
+    let r = search.search(&evaluator, Budget::Visits(301), None, &mut rng(1), None);
     assert_eq!(search.root_visits(), 301, "the root stops at the budget");
     assert_eq!(r.root_visits, 301);
     let summed: u32 = r.visits.iter().map(|&(_, v)| v).sum();
@@ -38,8 +37,7 @@ fn a_visit_budget_is_kept_by_the_threads_and_reused_after_advance() {
     search.advance(best);
     let kept = search.root_visits();
     assert!(kept > 0, "the subtrees of the move played are kept");
-    let limits = SearchLimits { visits: Some(kept + 90), ..Default::default() };
-    let r = search.run_with(&evaluator, &limits, &mut rng(2), |_| {});
+    let r = search.search(&evaluator, Budget::Visits(90), None, &mut rng(2), None);
     assert_eq!(search.root_visits(), kept + 90);
     assert_eq!(r.playouts, 90);
 }
@@ -48,13 +46,8 @@ fn a_visit_budget_is_kept_by_the_threads_and_reused_after_advance() {
 fn a_road_in_one_is_played_and_reported_as_proven() {
     // White to move completes the bottom row with d1.
     let pos = parse_tps("x4/x4/2,2,2,x/1,1,1,x 1 4").unwrap();
-    let mut search = ParallelSearch::new(pos.clone(), config(), 2);
-    let r = search.run_with(
-        &UniformEvaluator,
-        &SearchLimits { visits: Some(200), ..Default::default() },
-        &mut rng(3),
-        |_| {},
-    );
+    let mut search = PlaySearch::new(pos.clone(), config(), 2);
+    let r = search.search(&UniformEvaluator, Budget::Visits(200), None, &mut rng(3), None);
     assert!(r.proven && r.value == 1.0, "{r:?}");
     assert_eq!(r.best_move, Some(parse_move("d1", 4).unwrap()));
 }
@@ -62,26 +55,26 @@ fn a_road_in_one_is_played_and_reported_as_proven() {
 #[test]
 fn the_callers_stop_flag_and_deadline_end_every_thread() {
     let stop = Arc::new(AtomicBool::new(false));
-    let mut search = ParallelSearch::new(Position::new(6).unwrap(), config(), 2);
+    let mut search = PlaySearch::new(Position::new(6).unwrap(), config(), 2);
     let flag = stop.clone();
     let stopper = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         flag.store(true, Ordering::Relaxed);
     });
     let t = Instant::now();
-    let limits = SearchLimits { stop: Some(stop), ..Default::default() };
-    let r = search.run_with(&UniformEvaluator, &limits, &mut rng(4), |_| {});
+    let r = search.search(&UniformEvaluator, Budget::Infinite, Some(stop), &mut rng(4), None);
     stopper.join().unwrap();
     assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
     assert!(r.best_move.is_some() && r.playouts > 0);
     let t = Instant::now();
-    let limits = SearchLimits { deadline: Some(Instant::now() + Duration::from_millis(150)), ..Default::default() };
     let mut progress = 0;
-    let r = search.run_with(
+    let mut report = |_: &bredon_mcts::SearchResult| progress += 1;
+    let r = search.search(
         &UniformEvaluator,
-        &SearchLimits { progress_every: Some(Duration::from_millis(20)), ..limits },
+        Budget::Time(Duration::from_millis(150)),
+        None,
         &mut rng(5),
-        |_| progress += 1,
+        Some(Progress { every: Duration::from_millis(20), report: &mut report }),
     );
     assert!(t.elapsed() >= Duration::from_millis(140) && t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(r.best_move.is_some());
@@ -110,9 +103,8 @@ impl Evaluator for Overlap {
 fn threads_evaluate_side_by_side_in_one_tree() {
     for threads in [1, 2, 4] {
         let evaluator = Overlap { now: AtomicUsize::new(0), most: AtomicUsize::new(0), calls: AtomicUsize::new(0) };
-        let mut search = ParallelSearch::new(Position::new(6).unwrap(), config(), threads);
-        let r =
-            search.run_with(&evaluator, &SearchLimits { visits: Some(400), ..Default::default() }, &mut rng(6), |_| {});
+        let mut search = PlaySearch::new(Position::new(6).unwrap(), config(), threads);
+        let r = search.search(&evaluator, Budget::Visits(400), None, &mut rng(6), None);
         assert_eq!(r.root_visits, 400);
         let most = evaluator.most.load(Ordering::SeqCst);
         assert_eq!(most, threads, "{threads} threads: at most {most} evaluations at once");
@@ -127,7 +119,7 @@ fn threads_evaluate_side_by_side_in_one_tree() {
 
 #[test]
 fn a_play_search_reuses_its_tree_when_the_game_continues_and_always_has_a_move() {
-    use bredon_mcts::{Budget, PlaySearch, play_config, search_once};
+    use bredon_mcts::{play_config, search_once};
     let start = Position::new(5).unwrap();
     let mut play = PlaySearch::new(start.clone(), play_config(), 2);
     let r = play.search(&UniformEvaluator, Budget::Visits(200), None, &mut rng(7), None);

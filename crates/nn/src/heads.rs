@@ -40,23 +40,7 @@ pub enum HeadsError {
     },
 }
 
-/// Win, draw and loss probabilities for one side; they sum to 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Wdl {
-    /// Probability of a win.
-    pub win: f32,
-    /// Probability of a draw.
-    pub draw: f32,
-    /// Probability of a loss.
-    pub loss: f32,
-}
-
-impl Wdl {
-    /// The same probabilities from the other side's view (win and loss swapped).
-    pub fn flipped(self) -> Wdl {
-        Wdl { win: self.loss, draw: self.draw, loss: self.win }
-    }
-}
+pub use bredon_mcts::Wdl;
 
 /// Every head's output for one position, from the side to move's view.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,33 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+pub use bredon_mcts::RootMove;
 use bredon_mcts::{Evaluator, Outcome, Search, SearchLimits, Wdl, play_config};
 use bredon_rules::{Move, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::query::Limits;
-
-/// One root move after the search, for the side to move at the root.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RootMove {
-    /// The move.
-    pub mv: Move,
-    /// Its visits.
-    pub visits: u32,
-    /// The network's prior.
-    pub prior: f32,
-    /// Mean value after it, −1 to 1; `None` while unvisited.
-    pub value: Option<f32>,
-    /// Win/draw/loss after it, when known.
-    pub wdl: Option<Wdl>,
-    /// Expected final flat margin after it, in flats, when known.
-    pub margin: Option<f32>,
-    /// A result proven for it.
-    pub proven: Option<Outcome>,
-    /// Its line, starting with the move.
-    pub pv: Vec<Move>,
-}
 
 /// What a search of one position found, for the side to move.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,20 +45,6 @@ pub fn search(pos: &Position, evaluator: &dyn Evaluator, limits: Limits, stop: &
         ..SearchLimits::default()
     };
     let r = search.run_with(evaluator, &limits, &mut ChaCha8Rng::seed_from_u64(0), |_| {});
-    let moves = r
-        .root_moves
-        .iter()
-        .map(|m| RootMove {
-            mv: m.mv,
-            visits: m.visits,
-            prior: m.prior,
-            value: m.value,
-            wdl: m.wdl,
-            margin: m.margin,
-            proven: m.proven,
-            pv: m.pv.clone(),
-        })
-        .collect();
     Searched {
         value: r.value,
         wdl: r.wdl,
@@ -86,7 +52,7 @@ pub fn search(pos: &Position, evaluator: &dyn Evaluator, limits: Limits, stop: &
         solved: r.solved.map(|s| (s.outcome, s.plies)),
         best: r.best_move,
         pv: r.pv,
-        moves,
+        moves: r.root_moves,
         visits: r.root_visits,
     }
 }
