@@ -565,7 +565,8 @@ mod tests {
     /// refuses a key it does not have, naming the key; the same text without it loads.
     #[test]
     fn every_match_config_table_refuses_an_unknown_key() {
-        let cases: [(&str, fn(&str) -> Result<(), String>); 4] = [
+        type Load = fn(&str) -> Result<(), String>;
+        let cases: [(&str, Load); 4] = [
             ("match", |t| toml::from_str::<MatchConfig>(t).map(drop).map_err(|e| e.to_string())),
             ("player", |t| toml::from_str::<PlayerSpec>(t).map(drop).map_err(|e| e.to_string())),
             ("gate", |t| toml::from_str::<GateConfig>(t).map(drop).map_err(|e| e.to_string())),
