@@ -410,13 +410,18 @@ fn record_game(
     Ok(rec)
 }
 
-/// Turns specs into entrants with the match's default limits and per-player seeds.
-pub fn entrants_from_specs(config: &MatchConfig, specs: &[PlayerSpec]) -> Result<Vec<Entrant>, ArenaError> {
+/// Turns specs into entrants with the match's default limits and per-player seeds, their
+/// networks run on `compute`.
+pub fn entrants_from_specs(
+    config: &MatchConfig,
+    specs: &[PlayerSpec],
+    compute: &bredon_nn::Compute,
+) -> Result<Vec<Entrant>, ArenaError> {
     specs
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            s.entrant(config.default_limits(), config.seed.wrapping_add(i as u64 * 0x9E37_79B9))
+            s.entrant(config.default_limits(), config.seed.wrapping_add(i as u64 * 0x9E37_79B9), compute)
                 .map_err(|source| ArenaError::Player { index: i + 1, source })
         })
         .collect()
@@ -463,15 +468,27 @@ pub fn check_players(entrants: &[Entrant]) -> Result<(), ArenaError> {
 ///
 /// Every player is instantiated once up front, so a bad engine path or a non-TEI program
 /// fails here with a clear error rather than forfeiting every game.
-/// `on_game` is called after each game (e.g. to print progress).
+/// `on_game` is called after each game (e.g. to print progress). Networks run on the CPU
+/// ([`run_arena_on`] takes the device).
 pub fn run_arena(
     config: &MatchConfig,
     players: &[PlayerSpec],
     out_dir: &Path,
     on_game: &mut dyn FnMut(&GameRecord),
 ) -> Result<RatingsTable, ArenaError> {
+    run_arena_on(config, players, &bredon_nn::Compute::cpu(), out_dir, on_game)
+}
+
+/// [`run_arena`] with the checkpoints' networks run on `compute`.
+pub fn run_arena_on(
+    config: &MatchConfig,
+    players: &[PlayerSpec],
+    compute: &bredon_nn::Compute,
+    out_dir: &Path,
+    on_game: &mut dyn FnMut(&GameRecord),
+) -> Result<RatingsTable, ArenaError> {
     config.validate()?;
-    let entrants = entrants_from_specs(config, players)?;
+    let entrants = entrants_from_specs(config, players, compute)?;
     check_players(&entrants)?;
     run_match(config, &entrants, out_dir, &mut |r| {
         on_game(r);

@@ -50,7 +50,7 @@ pub mod training;
 
 pub use arena::{
     ArenaPaths, GateReport, MatchConfig, Schedule, check_players, entrants_from_specs, pairings, rate_results,
-    run_arena, run_gate, run_match,
+    run_arena, run_arena_on, run_gate, run_match,
 };
 pub use elo::{EloFit, EloOptions, RatingRow, RatingsTable, fit_elo};
 pub use error::{

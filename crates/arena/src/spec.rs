@@ -21,6 +21,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bredon_nn::Compute;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{SpecError, SpecErrorKind};
@@ -252,8 +254,9 @@ impl PlayerSpec {
     }
 
     /// Turns the spec into an [`Entrant`]. `default_limits` applies to players that do not
-    /// set their own; `seed` seeds players that have no seed of their own.
-    pub fn entrant(&self, default_limits: MoveLimits, seed: u64) -> Result<Entrant, SpecError> {
+    /// set their own; `seed` seeds players that have no seed of their own; networks run
+    /// on `compute`.
+    pub fn entrant(&self, default_limits: MoveLimits, seed: u64, compute: &Compute) -> Result<Entrant, SpecError> {
         let name = self.name();
         match self.clone() {
             PlayerSpec::Random { seed: s, .. } => {
@@ -321,9 +324,7 @@ impl PlayerSpec {
                 })?;
                 // One copy of the network per search thread, so that they evaluate side by side.
                 let lanes = settings.config().threads;
-                let kind = bredon_nn::inference::default_kind();
-                let evaluator: Arc<dyn bredon_mcts::Evaluator> =
-                    Arc::new(bredon_nn::NetEvaluator::with_lanes(model, meta.size, kind, lanes));
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(compute.evaluator(model, meta.size, lanes));
                 let limits = match visits {
                     Some(v) => MoveLimits::nodes(v as u64),
                     None => default_limits,
@@ -596,7 +597,7 @@ mod tests {
     #[test]
     fn missing_checkpoint_is_a_clear_error() {
         let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
-        let e = spec.entrant(MoveLimits::nodes(10), 0).unwrap_err();
+        let e = spec.entrant(MoveLimits::nodes(10), 0, &Compute::cpu()).unwrap_err();
         assert!(
             matches!(&e.kind, SpecErrorKind::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")),
             "{e:?}"
@@ -648,7 +649,7 @@ mod tests {
         assert!(matches!(err("random;name="), SpecErrorKind::EmptyName));
         let uniform0 = PlayerSpec::Uniform { visits: 0, seed: None, name: None, settings: SearchSettings::default() };
         assert!(matches!(
-            uniform0.entrant(MoveLimits::nodes(1), 0),
+            uniform0.entrant(MoveLimits::nodes(1), 0, &Compute::cpu()),
             Err(SpecError { spec, kind: SpecErrorKind::Invalid(_) }) if spec == "uniform-0"
         ));
     }

@@ -68,6 +68,8 @@ pub struct LadderOptions {
     pub max_checkpoints: usize,
     /// Where the visits per move come from.
     pub visits: LadderVisits,
+    /// Where the checkpoints' networks run.
+    pub compute: bredon_nn::Compute,
 }
 
 /// The checkpoints to rate: every `every`-th, plus the first and the newest (default
@@ -120,7 +122,9 @@ impl Ladder {
         // The ladder: the first baseline, then the checkpoints in training order.
         let mut specs = vec![baselines[0].clone()];
         specs.extend(checkpoints.iter().map(|&g| checkpoint_spec(run, &cfg, g)));
-        let ladder = entrants_from_specs(&MatchConfig { schedule: Schedule::Ladder, ..config.clone() }, &specs)?;
+        let compute = &options.compute;
+        let ladder =
+            entrants_from_specs(&MatchConfig { schedule: Schedule::Ladder, ..config.clone() }, &specs, compute)?;
         check_players(&ladder[..1])?;
         let mut total_games = pairings(Schedule::Ladder, ladder.len()).len() * pairs * 2;
         // Further baselines play the newest checkpoint.
@@ -128,7 +132,8 @@ impl Ladder {
         if baselines.len() > 1 {
             let mut specs = vec![checkpoint_spec(run, &cfg, newest)];
             specs.extend(baselines[1..].iter().cloned());
-            gauntlet = entrants_from_specs(&MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() }, &specs)?;
+            gauntlet =
+                entrants_from_specs(&MatchConfig { schedule: Schedule::Gauntlet, ..config.clone() }, &specs, compute)?;
             check_players(&gauntlet[1..])?;
             total_games += (gauntlet.len() - 1) * pairs * 2;
         }
@@ -281,6 +286,7 @@ pub fn gate_generation(
     run: &RunDir,
     cfg: &RunConfig,
     candidate: Generation,
+    compute: &bredon_nn::Compute,
 ) -> Result<Option<GateOutcome>, ArenaError> {
     let g = &cfg.eval.gate;
     let incumbent = match run.best()? {
@@ -307,7 +313,7 @@ pub fn gate_generation(
         GateTest::Fixed => GateConfig::Fixed { games: g.games as u64, threshold: g.threshold },
     };
     let specs = [checkpoint_spec(run, cfg, candidate), checkpoint_spec(run, cfg, incumbent)];
-    let entrants = entrants_from_specs(&config, &specs)?;
+    let entrants = entrants_from_specs(&config, &specs, compute)?;
     let report = run_gate(&config, &entrants[0], &entrants[1], &gate, &run.path(layout::GATING))?;
     let outcome = GateOutcome { candidate, incumbent, report };
     run.set_best(if outcome.accepted() { candidate } else { incumbent })?;
@@ -317,12 +323,13 @@ pub fn gate_generation(
 /// The training loop's Elo ladder after checkpoint `generation`: every `arena_every`-th
 /// checkpoint of the run against the uniform and rollout searches (`[eval] arena_games`
 /// per pairing at `[eval] visits`), as `bredon arena --run RUN --every K` does.
-fn ladder_after(run: &RunDir, cfg: &RunConfig) -> Result<RatingsTable, ArenaError> {
+fn ladder_after(run: &RunDir, cfg: &RunConfig, compute: &bredon_nn::Compute) -> Result<RatingsTable, ArenaError> {
     let options = LadderOptions {
         baselines: Vec::new(),
         every: Some(cfg.eval.arena_every),
         max_checkpoints: usize::MAX,
         visits: LadderVisits::FromRun,
+        compute: compute.clone(),
     };
     let config = MatchConfig { games_per_pairing: cfg.eval.arena_games, threads: cores(), ..MatchConfig::default() };
     let ladder = Ladder::plan(run, &options, config)?;
@@ -332,21 +339,22 @@ fn ladder_after(run: &RunDir, cfg: &RunConfig) -> Result<RatingsTable, ArenaErro
 
 /// The checkpoint hook for `bredon_selfplay::train::train` with `cfg`'s `[eval]`
 /// settings: gating (`[eval.gate] enabled`) and the Elo ladder every `arena_every`
-/// generations; `None` if neither is on. Both print what they decided.
-pub fn training_hook(cfg: &RunConfig, run: &RunDir) -> Option<CheckpointHook> {
+/// generations; `None` if neither is on. Both print what they decided. The networks run
+/// on `compute` (the training run's).
+pub fn training_hook(cfg: &RunConfig, run: &RunDir, compute: &bredon_nn::Compute) -> Option<CheckpointHook> {
     if cfg.eval.arena_every == 0 && !cfg.eval.gate.enabled {
         return None;
     }
-    let (cfg, run) = (cfg.clone(), run.clone());
+    let (cfg, run, compute) = (cfg.clone(), run.clone(), compute.clone());
     Some(std::sync::Arc::new(move |generation: Generation| {
         if cfg.eval.gate.enabled
-            && let Some(outcome) = gate_generation(&run, &cfg, generation)?
+            && let Some(outcome) = gate_generation(&run, &cfg, generation, &compute)?
         {
             eprintln!("{outcome}");
         }
         let every = cfg.eval.arena_every;
         if every > 0 && generation.number().is_multiple_of(every) {
-            let table = ladder_after(&run, &cfg)?;
+            let table = ladder_after(&run, &cfg, &compute)?;
             eprintln!("{table}");
             eprintln!("wrote {}", run.path(layout::ELO_PLOT).display());
         }
@@ -372,8 +380,13 @@ mod tests {
     #[test]
     fn a_directory_without_a_run_config_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        let options =
-            LadderOptions { baselines: Vec::new(), every: None, max_checkpoints: 12, visits: LadderVisits::FromRun };
+        let options = LadderOptions {
+            baselines: Vec::new(),
+            every: None,
+            max_checkpoints: 12,
+            visits: LadderVisits::FromRun,
+            compute: bredon_nn::Compute::cpu(),
+        };
         let e = Ladder::plan(&RunDir::new(dir.path()), &options, MatchConfig::default()).err().unwrap();
         assert!(matches!(&e, ArenaError::NotARun { path, .. } if path == dir.path()), "{e:?}");
         assert!(e.to_string().contains("is not a run directory"), "{e}");

@@ -9,6 +9,7 @@ use bredon_arena::{
     ResultsError, Schedule, SpecError, SpecErrorKind, Termination, entrants_from_specs, load_records, run_arena,
     run_match,
 };
+use bredon_nn::Compute;
 use bredon_rules::notation::Ptn;
 
 fn specs(list: &[&str]) -> Vec<PlayerSpec> {
@@ -119,8 +120,12 @@ fn gauntlet_with_openings_file_and_draw_adjudication() {
         adjudication: Adjudication::Draw,
         ..MatchConfig::default()
     };
-    let entrants =
-        entrants_from_specs(&config, &specs(&["random;seed=1;name=r1", "random;seed=2;name=r2", "uniform:4"])).unwrap();
+    let entrants = entrants_from_specs(
+        &config,
+        &specs(&["random;seed=1;name=r1", "random;seed=2;name=r2", "uniform:4"]),
+        &Compute::cpu(),
+    )
+    .unwrap();
     let records = run_match(&config, &entrants, out, &mut |_| ControlFlow::Continue(())).unwrap();
     // Gauntlet: r1 against each of the others, 4 games each.
     assert_eq!(records.len(), 8);
@@ -273,7 +278,7 @@ fn gate_accepts_a_much_stronger_candidate() {
         max_plies: 100,
         ..MatchConfig::default()
     };
-    let entrants = entrants_from_specs(&config, &specs(&["uniform:64", "random;seed=8"])).unwrap();
+    let entrants = entrants_from_specs(&config, &specs(&["uniform:64", "random;seed=8"]), &Compute::cpu()).unwrap();
     let sprt = GateConfig::Sprt { elo0: 0.0, elo1: 50.0, alpha: 0.05, beta: 0.05, model: SprtModel::Pentanomial };
     let report = run_gate(&config, &entrants[0], &entrants[1], &sprt, dir.path()).unwrap();
     assert_eq!(report.state, GateState::AcceptH1, "{report:?}");

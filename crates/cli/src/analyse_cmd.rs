@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_engine::analysis::{AnalysisEngine, AnalysisModel};
-use bredon_mcts::{Search, SearchConfig};
+use bredon_mcts::{Budget, search_once};
 use bredon_rules::Color;
 use bredon_rules::notation::Ptn;
 use rand::SeedableRng;
@@ -37,19 +37,19 @@ pub struct AnalyseArgs {
 
 /// Prints, per ply, the move played, the engine's value (for white and for the side to
 /// move) and its best move and line; `?` marks a move other than the engine's choice.
-pub fn run(args: AnalyseArgs) -> Result<()> {
+pub fn run(args: AnalyseArgs, compute: &bredon_nn::Compute) -> Result<()> {
     if args.json {
-        let engine = json_engine(&args.model)?;
+        let engine = json_engine(&args.model, compute)?;
         return bredon_engine::analysis::serve(&engine, std::io::BufReader::new(std::io::stdin()), std::io::stdout())
             .context("the JSON analysis engine");
     }
     let stdout = std::io::stdout();
-    analyse(&args, &mut stdout.lock())
+    analyse(&args, &mut stdout.lock(), compute)
 }
 
 /// The JSON analysis engine with `models` (each for its own board size), or without any
 /// the shipped `NxN.bredon` of every size that has one.
-pub fn json_engine(models: &[PathBuf]) -> Result<AnalysisEngine> {
+pub fn json_engine(models: &[PathBuf], compute: &bredon_nn::Compute) -> Result<AnalysisEngine> {
     let paths: Vec<PathBuf> = if models.is_empty() {
         let dirs = model_arg::default_model_dirs();
         (3..=8).filter_map(|n| model_arg::find_model(&dirs, n)).collect()
@@ -58,7 +58,7 @@ pub fn json_engine(models: &[PathBuf]) -> Result<AnalysisEngine> {
     };
     let mut by_size = std::collections::BTreeMap::new();
     for path in &paths {
-        let (size, model) = analysis_model(path)?;
+        let (size, model) = analysis_model(path, compute)?;
         if by_size.insert(size, model).is_some() {
             bail!("two {size}x{size} models given ({} is the second)", path.display());
         }
@@ -71,19 +71,19 @@ pub fn json_engine(models: &[PathBuf]) -> Result<AnalysisEngine> {
 
 /// A network for the analysis engine: the search's evaluator and the heads, from one
 /// file; with its board size.
-fn analysis_model(path: &Path) -> Result<(usize, AnalysisModel)> {
+fn analysis_model(path: &Path, compute: &bredon_nn::Compute) -> Result<(usize, AnalysisModel)> {
     let (net, meta) = bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
     let model = AnalysisModel {
         name,
-        evaluator: Arc::new(bredon_nn::NetEvaluator::new(net.clone(), meta.size)),
+        evaluator: Arc::new(compute.evaluator(net.clone(), meta.size, 1)),
         heads: Some(Arc::new(bredon_nn::Heads::new(net, meta.size))),
     };
     Ok((meta.size, model))
 }
 
 /// [`run`] into any writer.
-pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
+pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_nn::Compute) -> Result<()> {
     let Some(file) = &args.file else { bail!("bredon analyse needs a PTN file (or --json)") };
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let ptn = Ptn::parse(&text).with_context(|| format!("{}", file.display()))?;
@@ -92,9 +92,10 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
     if args.model.len() > 1 {
         bail!("a PTN game has one board size: give at most one --model");
     }
-    let (model, model_file) = model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size)?;
+    let (model, model_file) =
+        model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size, model_arg::Lanes::ONE, compute)?;
     let engine = model_file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
-    let config = SearchConfig { root_noise: false, ..SearchConfig::default() };
+    let config = bredon_mcts::play_config();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     writeln!(
         out,
@@ -106,8 +107,7 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{:>4}  {:<10} {:>7} {:>7}  {:<10} line", "ply", "played", "white", "mover", "best")?;
     for (ply, &played) in replay.moves().iter().enumerate() {
         let pos = &replay.positions()[ply];
-        let mut search = Search::new(pos.clone(), config.clone());
-        let r = search.run(&*model.evaluator, args.visits.max(1), &mut rng);
+        let r = search_once(pos, &*model.evaluator, &config, Budget::Visits(args.visits.max(1)), &mut rng);
         let white_value = if pos.side_to_move() == Color::White { r.value } else { -r.value };
         let best = r.best_move.map(|m| m.to_ptn(size)).unwrap_or_default();
         let mark = if r.best_move == Some(played) { "" } else { "?" };
@@ -145,6 +145,7 @@ fn show_value(value: f32, proven: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bredon_nn::Compute;
 
     #[test]
     fn every_ply_gets_a_line_and_a_missed_road_is_marked() {
@@ -154,7 +155,7 @@ mod tests {
         std::fs::write(&file, "[Size \"3\"]\n\n1. c3 a3\n2. a1 b3\n3. b1 a2\n4. c2 c1\n").unwrap();
         let args = AnalyseArgs { file: Some(file), model: vec![], visits: 300, json: false };
         let mut out = Vec::new();
-        analyse(&args, &mut out).unwrap();
+        analyse(&args, &mut out, &Compute::cpu()).unwrap();
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2 + 8 + 1, "{out}");
@@ -171,12 +172,18 @@ mod tests {
         let file = dir.path().join("g.ptn");
         std::fs::write(&file, "[Size \"4\"]\n\n1. a1 d4\n2. b2 c3\n").unwrap();
         let mut out = Vec::new();
-        analyse(&AnalyseArgs { file: Some(file.clone()), model: vec![], visits: 20, json: false }, &mut out).unwrap();
+        analyse(
+            &AnalyseArgs { file: Some(file.clone()), model: vec![], visits: 20, json: false },
+            &mut out,
+            &Compute::cpu(),
+        )
+        .unwrap();
         let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
         assert!(head.ends_with("4x4.bredon"), "{head}");
         std::fs::write(&file, "[Size \"3\"]\n\n1. a1 c3\n").unwrap();
         let mut out = Vec::new();
-        analyse(&AnalyseArgs { file: Some(file), model: vec![], visits: 20, json: false }, &mut out).unwrap();
+        analyse(&AnalyseArgs { file: Some(file), model: vec![], visits: 20, json: false }, &mut out, &Compute::cpu())
+            .unwrap();
         let head = String::from_utf8(out).unwrap().lines().next().unwrap().to_string();
         assert!(head.ends_with("the uniform evaluator"), "no 3x3 model is shipped: {head}");
     }
@@ -187,7 +194,7 @@ mod tests {
         let file = dir.path().join("bad.ptn");
         std::fs::write(&file, "[Size \"3\"]\n\n1. a1 a1\n").unwrap();
         let args = AnalyseArgs { file: Some(file), model: vec![], visits: 10, json: false };
-        let e = analyse(&args, &mut Vec::new()).unwrap_err();
+        let e = analyse(&args, &mut Vec::new(), &Compute::cpu()).unwrap_err();
         assert!(format!("{e:#}").contains("bad.ptn"), "{e:#}");
     }
 }

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use bredon_arena::training::cores;
 use bredon_arena::{
-    GameRecord, Ladder, LadderOptions, LadderVisits, MatchConfig, PlayerSpec, RatingsTable, Schedule, run_arena,
+    GameRecord, Ladder, LadderOptions, LadderVisits, MatchConfig, PlayerSpec, RatingsTable, Schedule, run_arena_on,
 };
 use bredon_selfplay::rundir::{RunDir, layout};
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ pub struct ArenaArgs {
 }
 
 /// Runs the arena and prints the ratings table.
-pub fn run(args: ArenaArgs) -> Result<()> {
+pub fn run(args: ArenaArgs, compute: &bredon_nn::Compute) -> Result<()> {
     let mut config = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -95,6 +95,7 @@ pub fn run(args: ArenaArgs) -> Result<()> {
                 every: args.every,
                 max_checkpoints: args.max_checkpoints,
                 visits: if visits_from_run { LadderVisits::FromRun } else { LadderVisits::FromMatch },
+                compute: compute.clone(),
             };
             // A run on an object store is rated in a local copy; its arena/ goes back.
             let (opened, _) = crate::run_arg::open_whole(location, "arena")?;
@@ -110,7 +111,7 @@ pub fn run(args: ArenaArgs) -> Result<()> {
             }
             table
         }
-        None => free_match(&args, config)?,
+        None => free_match(&args, config, compute)?,
     };
     println!("{table}");
     Ok(())
@@ -130,7 +131,7 @@ fn progress(total: usize) -> impl FnMut(&GameRecord) {
     }
 }
 
-fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable> {
+fn free_match(args: &ArenaArgs, mut config: MatchConfig, compute: &bredon_nn::Compute) -> Result<RatingsTable> {
     let Some(out) = &args.out else { bail!("a free match needs --out DIR (or use --run DIR)") };
     if args.players.len() < 2 {
         bail!("a match needs at least two --player");
@@ -147,7 +148,7 @@ fn free_match(args: &ArenaArgs, mut config: MatchConfig) -> Result<RatingsTable>
     };
     let specs = parse_specs(&args.players)?;
     let total = bredon_arena::pairings(config.schedule, specs.len()).len() * config.pairs_per_pairing() * 2;
-    Ok(run_arena(&config, &specs, out, &mut progress(total))?)
+    Ok(run_arena_on(&config, &specs, compute, out, &mut progress(total))?)
 }
 
 #[cfg(test)]

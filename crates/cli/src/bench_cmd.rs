@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use bredon_nn::inference::{Engine, InferenceKind};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{NetConfig, TakNet, TrainExample, Trainer};
+use bredon_nn::{Compute, NetConfig, TakNet, TrainExample, Trainer};
 use bredon_rules::{GameOptions, Position};
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
@@ -103,14 +103,15 @@ pub struct SelfPlayArgs {
     pub inference_threads: Vec<usize>,
 }
 
-/// Runs a benchmark; `inference` (the global `--inference` flag) picks the forward path.
-pub fn run(cmd: BenchCommand, inference: Option<InferenceKind>) -> Result<()> {
+/// Runs a benchmark on `compute`'s device; `inference` (the global `--inference` flag, if
+/// given) picks the forward path.
+pub fn run(cmd: BenchCommand, compute: &Compute, inference: Option<InferenceKind>) -> Result<()> {
     match cmd {
-        BenchCommand::Nn(a) => bench_nn(&a, inference),
-        BenchCommand::Selfplay(a) => bench_selfplay(&a, inference),
-        BenchCommand::Train(a) => bench_train(&a),
-        BenchCommand::Tactics(a) => crate::tactics_cmd::run(&a),
-        BenchCommand::Search(a) => crate::bench_search::run(a),
+        BenchCommand::Nn(a) => bench_nn(&a, compute, inference),
+        BenchCommand::Selfplay(a) => bench_selfplay(&a, compute, inference),
+        BenchCommand::Train(a) => bench_train(&a, compute),
+        BenchCommand::Tactics(a) => crate::tactics_cmd::run(&a, compute),
+        BenchCommand::Search(a) => crate::bench_search::run(a, compute),
     }
 }
 
@@ -159,14 +160,18 @@ fn parse_net_choice<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String
     T::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(s)).map_err(|e| e.to_string())
 }
 
-fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
+fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) -> Result<()> {
     let kinds = match inference {
         Some(k) => vec![k],
         None => vec![InferenceKind::Fast, InferenceKind::Burn],
     };
-    let device = bredon_nn::device();
+    let device = &compute.device;
     let models: Vec<(TakNet, bredon_nn::ModelMeta)> = match &args.model {
-        Some(path) => vec![bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?],
+        Some(path) => {
+            let (model, meta) =
+                bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
+            vec![(compute.place(model), meta)]
+        }
         None => args
             .sizes
             .iter()
@@ -200,7 +205,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
                 }
                 let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
                 meta.check().context("the network options")?;
-                Ok((TakNet::new(&net, &device), meta))
+                Ok((TakNet::new(&net, device), meta))
             })
             .collect::<Result<_>>()?,
     };
@@ -219,7 +224,7 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
-    println!("    (positions/s; fast kernels on the CPU: {isa}; burn on {})", bredon_nn::device::selected());
+    println!("    (positions/s; fast kernels on the CPU: {isa}; burn on {})", compute.choice);
     for (model, meta) in models {
         let size = meta.size;
         let positions = sample_positions(size, 1024, size as u64);
@@ -239,12 +244,12 @@ fn bench_nn(args: &NnArgs, inference: Option<InferenceKind>) -> Result<()> {
     Ok(())
 }
 
-fn bench_selfplay(args: &SelfPlayArgs, inference: Option<InferenceKind>) -> Result<()> {
+fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<InferenceKind>) -> Result<()> {
     let mut cfg = RunConfig::load(&args.config).with_context(|| format!("loading {}", args.config.display()))?;
     if let Some(k) = inference {
         cfg.selfplay.inference = k;
     }
-    let learner = Learner::new(&cfg, cfg.schedule.seed)?;
+    let learner = Learner::new(&cfg, cfg.schedule.seed, compute)?;
     let settings = if args.inference_threads.is_empty() {
         vec![cfg.selfplay.inference_threads]
     } else {
@@ -259,7 +264,7 @@ fn bench_selfplay(args: &SelfPlayArgs, inference: Option<InferenceKind>) -> Resu
 
 fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let shards = cfg.selfplay.inference_shards();
+    let shards = cfg.selfplay.inference_shards(&learner.model().device());
     let (evaluator, service) = learner.start_inference(cfg.selfplay.max_inference_batch, shards)?;
     let job = SelfPlayJob {
         options: cfg.game.options(),
@@ -322,7 +327,7 @@ pub struct TrainArgs {
     pub seconds: f64,
 }
 
-fn bench_train(args: &TrainArgs) -> Result<()> {
+fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
     let (mut net, settings) = match &args.config {
         Some(path) => {
             let cfg = RunConfig::load(path).with_context(|| format!("loading {}", path.display()))?;
@@ -341,9 +346,9 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
             let (model, meta) =
                 bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
             net = meta.net;
-            Trainer::from_model(&net, model, settings)?
+            Trainer::from_model_on(&net, model, settings, &compute.device)?
         }
-        None => Trainer::new(&net, settings, 1)?,
+        None => Trainer::new_on(&net, settings, 1, &compute.device)?,
     };
     let size = net.size;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -376,7 +381,7 @@ fn bench_train(args: &TrainArgs) -> Result<()> {
     println!(
         "train {size}x{size} {} on {}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
         net.name(),
-        bredon_nn::device::selected(),
+        compute.choice,
         samples as f64 / secs,
         i as f64 / secs
     );

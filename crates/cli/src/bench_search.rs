@@ -5,7 +5,6 @@ use anyhow::{Context, Result, bail};
 use bredon_arena::openings::parse_opening;
 use bredon_mcts::{Budget, PlaySearch, play_config};
 use bredon_nn::NetEvaluator;
-use bredon_nn::inference::default_kind;
 use bredon_rules::{GameOptions, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -36,7 +35,7 @@ pub struct SearchArgs {
 }
 
 /// Runs the benchmark and prints one line per thread count.
-pub fn run(args: SearchArgs) -> Result<()> {
+pub fn run(args: SearchArgs, compute: &bredon_nn::Compute) -> Result<()> {
     let (path, size) = match &args.model {
         Some(p) => (p.clone(), None),
         None => (
@@ -67,8 +66,10 @@ pub fn run(args: SearchArgs) -> Result<()> {
         }
         positions.push(pos);
     }
-    let lanes = args.threads.iter().copied().max().unwrap_or(1).max(1);
-    let evaluator = NetEvaluator::with_lanes(model, meta.size, default_kind(), lanes);
+    // Each thread count gets as many copies of the network as it has threads, as `bredon
+    // tei --threads N` does: one thread's passes then use every core, N threads' one each.
+    let evaluators: Vec<NetEvaluator> =
+        args.threads.iter().map(|&t| compute.evaluator(model.clone(), meta.size, t.max(1))).collect();
     println!(
         "{}: {} positions, {} ms each, threads {:?} ({} cores available)",
         path.display(),
@@ -83,7 +84,8 @@ pub fn run(args: SearchArgs) -> Result<()> {
             let mut search = PlaySearch::new(pos.clone(), play_config(), threads);
             let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
             let began = Instant::now();
-            let r = search.search(&evaluator, Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
+            let r =
+                search.search(&evaluators[k], Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
             totals[k].0 += r.playouts;
             totals[k].1 += began.elapsed();
         }

@@ -17,6 +17,7 @@ mod tactics_cmd;
 mod tei_cmd;
 mod train_cmd;
 
+use bredon_nn::{Compute, DeviceChoice, InferenceKind};
 use clap::{Parser, Subcommand};
 
 /// Bredon: a Tak engine that teaches itself by self-play.
@@ -78,24 +79,25 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    if let Some(kind) = cli.inference {
-        bredon_nn::inference::set_default_kind(kind);
-    }
     // Training runs read their device from the run config (`--device` overrides it); the
-    // other commands open it here, before any model is loaded.
+    // other commands open it here, before any model is loaded, and pass it down.
     let trains = matches!(cli.command, Command::Train(_) | Command::Selfplay(_));
-    if let (Some(choice), false) = (cli.device, trains)
-        && let Err(e) = select_device(choice)
-    {
-        eprintln!("bredon: error: {e:#}");
-        std::process::exit(1);
-    }
+    let compute = match (cli.device, trains) {
+        (Some(choice), false) => match open_compute(choice, cli.inference.unwrap_or_default()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("bredon: error: {e:#}");
+                std::process::exit(1);
+            }
+        },
+        _ => Compute { inference: cli.inference.unwrap_or_default(), ..Compute::cpu() },
+    };
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
         Command::Ptn(cmd) => ptn_cmd::run(cmd),
-        Command::Tei(args) => tei_cmd::run(args),
-        Command::Play(args) => play_cmd::run(args),
-        Command::Analyse(args) => analyse_cmd::run(args),
+        Command::Tei(args) => tei_cmd::run(args, &compute),
+        Command::Play(args) => play_cmd::run(args, &compute),
+        Command::Analyse(args) => analyse_cmd::run(args, &compute),
         Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => Err(anyhow::anyhow!(
             "training runs take the inference path from `[selfplay] inference` in the run config, not --inference"
         )),
@@ -103,11 +105,11 @@ fn main() {
         Command::Selfplay(args) => train_cmd::run_selfplay(args, cli.device),
         Command::Devices => devices(),
         Command::Export(args) => export_cmd::run(args),
-        Command::Arena(args) => arena_cmd::run(args),
+        Command::Arena(args) => arena_cmd::run(args, &compute),
         Command::Plot(args) => plot_cmd::run(args),
-        Command::Bench(cmd) => bench_cmd::run(cmd, cli.inference),
+        Command::Bench(cmd) => bench_cmd::run(cmd, &compute, cli.inference),
         Command::Check(args) => check_cmd::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, &compute),
     };
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");
@@ -115,14 +117,14 @@ fn main() {
     }
 }
 
-/// Opens `choice` as the process's device and says which it is (on stderr: TEI speaks on
-/// stdout).
-pub fn select_device(choice: bredon_nn::DeviceChoice) -> anyhow::Result<()> {
-    bredon_nn::device::select(choice)?;
+/// Opens `choice` for networks run by `inference` and says which it is (on stderr: TEI
+/// speaks on stdout).
+pub fn open_compute(choice: DeviceChoice, inference: InferenceKind) -> anyhow::Result<Compute> {
+    let compute = Compute::open(choice, inference)?;
     if !choice.is_cpu() {
-        eprintln!("device: {choice} (network search path: {})", bredon_nn::inference::default_kind().resolve());
+        eprintln!("device: {choice} (network search path: {})", compute.search_path());
     }
-    Ok(())
+    Ok(compute)
 }
 
 /// `bredon devices`.

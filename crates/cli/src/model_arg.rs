@@ -3,7 +3,7 @@
 use anyhow::{Result, bail};
 use bredon_mcts::{Evaluator, UniformEvaluator};
 use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::{NetEvaluator, load_exported};
+use bredon_nn::{Compute, load_exported};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,9 +16,20 @@ pub struct LoadedModel {
     pub meta: Option<ModelMeta>,
 }
 
+/// Copies of a network, one per search thread that may run a forward pass at once
+/// ([`NetEvaluator::with_lanes`]): a search on N threads with one copy waits on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lanes(pub usize);
+
+impl Lanes {
+    /// One copy, for a search on one thread.
+    pub const ONE: Lanes = Lanes(1);
+}
+
 /// Loads `path` (an exported `.bredon` file or a checkpoint directory), or the uniform
-/// evaluator when `path` is `None`. With `size`, checks the model fits that board.
-pub fn load(path: Option<&Path>, size: Option<usize>) -> Result<LoadedModel> {
+/// evaluator when `path` is `None`. With `size`, checks the model fits that board. The
+/// network runs on `compute`.
+pub fn load(path: Option<&Path>, size: Option<usize>, lanes: Lanes, compute: &Compute) -> Result<LoadedModel> {
     let Some(path) = path else {
         return Ok(LoadedModel { evaluator: Arc::new(UniformEvaluator), meta: None });
     };
@@ -28,7 +39,7 @@ pub fn load(path: Option<&Path>, size: Option<usize>) -> Result<LoadedModel> {
     {
         bail!("{} is a {}x{} model, not {s}x{s}", path.display(), meta.size, meta.size);
     }
-    Ok(LoadedModel { evaluator: Arc::new(NetEvaluator::new(model, meta.size)), meta: Some(meta) })
+    Ok(LoadedModel { evaluator: Arc::new(compute.evaluator(model, meta.size, lanes.0)), meta: Some(meta) })
 }
 
 /// Environment variable naming the directory of `NxN.bredon` models that `bredon tei`
@@ -63,9 +74,14 @@ pub fn find_model(dirs: &[PathBuf], size: usize) -> Option<PathBuf> {
 
 /// The model at `path` (checked to be for `size`), or without a path the one of
 /// [`default_model_dirs`] for `size`, or else the uniform evaluator; with the file used.
-pub fn load_or_default(path: Option<&Path>, size: usize) -> Result<(LoadedModel, Option<PathBuf>)> {
+pub fn load_or_default(
+    path: Option<&Path>,
+    size: usize,
+    lanes: Lanes,
+    compute: &Compute,
+) -> Result<(LoadedModel, Option<PathBuf>)> {
     let path = path.map(Path::to_path_buf).or_else(|| find_model(&default_model_dirs(), size));
-    Ok((load(path.as_deref(), Some(size))?, path))
+    Ok((load(path.as_deref(), Some(size), lanes, compute)?, path))
 }
 
 /// Networks by board size, for an engine that plays games of several sizes (a TEI engine
@@ -76,11 +92,11 @@ pub struct ModelSet {
 }
 
 impl ModelSet {
-    /// Loads each file; two models for the same board size are an error.
-    pub fn load(paths: &[PathBuf]) -> Result<ModelSet> {
+    /// Loads each file (`lanes` copies of each network); two models for the same board size are an error.
+    pub fn load(paths: &[PathBuf], lanes: Lanes, compute: &Compute) -> Result<ModelSet> {
         let mut set = ModelSet::default();
         for path in paths {
-            let model = load(Some(path), None)?;
+            let model = load(Some(path), None, lanes, compute)?;
             let size = model.meta.as_ref().map(|m| m.size).expect("a loaded network has metadata");
             if let Some((other, _)) = set.by_size.get(&size) {
                 bail!("two {size}x{size} models: {} and {}", other.display(), path.display());
@@ -91,9 +107,9 @@ impl ModelSet {
     }
 
     /// For each board size, `NxN.bredon` from the first of `dirs` that has one.
-    pub fn find(dirs: &[PathBuf]) -> Result<ModelSet> {
+    pub fn find(dirs: &[PathBuf], lanes: Lanes, compute: &Compute) -> Result<ModelSet> {
         let paths: Vec<PathBuf> = SIZES.filter_map(|n| find_model(dirs, n)).collect();
-        ModelSet::load(&paths)
+        ModelSet::load(&paths, lanes, compute)
     }
 
     /// The model for `size` and the file it came from.

@@ -67,13 +67,13 @@ impl Tally {
 }
 
 /// Runs the suite and prints the report.
-pub fn run(args: &TacticsArgs) -> Result<()> {
+pub fn run(args: &TacticsArgs, compute: &bredon_nn::Compute) -> Result<()> {
     let suite = load_suite(args)?;
     if let Some(path) = &args.write_suite {
         return write_suite(path, &suite);
     }
     let model = match &args.model {
-        Some(p) => Some(model_arg::load(Some(p), None)?),
+        Some(p) => Some(model_arg::load(Some(p), None, model_arg::Lanes::ONE, compute)?),
         None => None,
     };
     let model_size = model.as_ref().and_then(|m| m.meta.as_ref()).map(|m| m.size);
@@ -139,17 +139,15 @@ fn load_suite(args: &TacticsArgs) -> Result<Vec<TacticPosition>> {
     let mut positions: Vec<Position> = Vec::new();
     if args.sources.is_empty() {
         match bredon_rules::testdata::shared_data_dir() {
-            Some(dir) if dir.join("games").is_dir() => {
-                positions.extend(read_positions(&dir.join("games")).map_err(anyhow::Error::msg)?)
-            }
+            Some(dir) if dir.join("games").is_dir() => positions.extend(read_positions(&dir.join("games"))?),
             _ => {
                 eprintln!("note: shared/data/games not found (set BREDON_SHARED_DATA); using the self-play suite only")
             }
         }
-        positions.extend(parse_tps_lines(SELFPLAY_SUITE).map_err(anyhow::Error::msg).context("tactics/selfplay.tps")?);
+        positions.extend(parse_tps_lines(SELFPLAY_SUITE).context("tactics/selfplay.tps")?);
     }
     for src in &args.sources {
-        positions.extend(read_positions(src).map_err(anyhow::Error::msg)?);
+        positions.extend(read_positions(src)?);
     }
     let mut seen = HashSet::new();
     let mut per_group: BTreeMap<(usize, Tactic), usize> = BTreeMap::new();

@@ -10,7 +10,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::model_arg::{self, ModelSet};
+use crate::model_arg::{self, Lanes, ModelSet};
+use bredon_nn::Compute;
 
 /// Arguments of `bredon tei`.
 #[derive(clap::Args, Debug)]
@@ -51,13 +52,17 @@ pub struct TeiArgs {
 }
 
 /// Runs the engine until `quit` or the end of stdin, or serves it over WebSocket.
-pub fn run(args: TeiArgs) -> Result<()> {
+pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
+    let threads = args.threads.map_or_else(available_threads, |t| t as usize);
+    // A copy of the network per search thread, so that threads do not queue for one (one
+    // thread's passes use every core). A `setoption name Threads` above this shares them.
+    let lanes = Lanes(threads);
     let set = if args.uniform {
         ModelSet::default()
     } else if args.model.is_empty() {
-        ModelSet::find(&model_arg::default_model_dirs())?
+        ModelSet::find(&model_arg::default_model_dirs(), lanes, compute)?
     } else {
-        ModelSet::load(&args.model)?
+        ModelSet::load(&args.model, lanes, compute)?
     };
     // On stderr: stdout is the protocol.
     for (size, path) in set.files() {
@@ -72,11 +77,7 @@ pub fn run(args: TeiArgs) -> Result<()> {
         default_visits: args.visits,
         size: args.size,
         seed: args.seed,
-        options: OptionValues {
-            threads: args.threads.map_or_else(available_threads, |t| t as usize),
-            hash_mb: args.hash,
-            ..defaults.options
-        },
+        options: OptionValues { threads, hash_mb: args.hash, ..defaults.options },
         ..defaults
     };
     if let Some(addr) = &args.listen {
@@ -153,14 +154,16 @@ mod tests {
 
     #[test]
     fn the_loaded_files_become_the_engines_models_and_two_of_one_size_are_refused() {
-        let set = ModelSet::load(&[shipped("4x4.bredon"), shipped("5x5.bredon")]).unwrap();
+        let set = ModelSet::load(&[shipped("4x4.bredon"), shipped("5x5.bredon")], Lanes::ONE, &Compute::cpu()).unwrap();
         let models = engine_models(&set).unwrap();
         assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
         let four = models.get(4).unwrap();
         assert_eq!(four.name, shipped("4x4.bredon").display().to_string());
         assert_eq!(four.trained_half_komi, Some(set.get(4).unwrap().1.meta.as_ref().unwrap().half_komi));
         assert!(Arc::ptr_eq(&four.evaluator, &set.get(4).unwrap().1.evaluator));
-        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")]).err().expect("two 4x4 models");
+        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")], Lanes::ONE, &Compute::cpu())
+            .err()
+            .expect("two 4x4 models");
         assert!(err.to_string().contains("two 4x4 models"), "{err}");
     }
 
@@ -180,13 +183,15 @@ mod tests {
         std::fs::copy(shipped("5x5.bredon"), second.path().join("5x5.bredon")).unwrap();
         std::fs::write(second.path().join("6x6.bredon"), b"not a model").unwrap();
         let dirs = [first.path().to_path_buf(), second.path().to_path_buf()];
-        let err = ModelSet::find(&dirs).err().expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
+        let err = ModelSet::find(&dirs, Lanes::ONE, &Compute::cpu())
+            .err()
+            .expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
         assert!(format!("{err:#}").contains("6x6.bredon"), "{err:#}");
         std::fs::remove_file(second.path().join("6x6.bredon")).unwrap();
-        let set = ModelSet::find(&dirs).unwrap();
+        let set = ModelSet::find(&dirs, Lanes::ONE, &Compute::cpu()).unwrap();
         assert_eq!(set.sizes().collect::<Vec<_>>(), [4, 5]);
         assert_eq!(set.get(4).unwrap().0, first.path().join("4x4.bredon"));
         assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
-        assert!(ModelSet::find(&[first.path().join("missing")]).unwrap().is_empty());
+        assert!(ModelSet::find(&[first.path().join("missing")], Lanes::ONE, &Compute::cpu()).unwrap().is_empty());
     }
 }

@@ -89,10 +89,11 @@ fn run_location_for(args: &TrainArgs) -> Result<RunLocation> {
     Ok(RunLocation::Local(PathBuf::from("checkpoints").join(stem)))
 }
 
-/// Opens the run's device: `--device` if given, else the config's `[device] name`.
-fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<()> {
+/// Opens the run's device (`--device` if given, else the config's `[device] name`) for
+/// its `[selfplay] inference` path.
+fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<bredon_nn::Compute> {
     let choice = cli.unwrap_or(cfg.device.name);
-    crate::select_device(choice).with_context(|| match cli {
+    crate::open_compute(choice, cfg.selfplay.inference).with_context(|| match cli {
         Some(_) => "--device".to_string(),
         None => "the run config's [device] name (override it with --device)".to_string(),
     })
@@ -124,14 +125,15 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     if let Some(m) = args.minutes {
         cfg.schedule.max_minutes = m;
     }
-    open_device(&cfg, device)?;
+    let compute = open_device(&cfg, device)?;
     let opts = TrainOptions {
         external_selfplay: args.external_selfplay,
         quiet: args.quiet,
-        after_checkpoint: bredon_arena::training_hook(&cfg, &run),
+        after_checkpoint: bredon_arena::training_hook(&cfg, &run, &compute),
         init_from: args.init_from.clone(),
         init_minutes: args.init_minutes,
         remote: opened.remote.clone(),
+        compute,
     };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;
@@ -158,7 +160,7 @@ pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>)
         }
     }
     let cfg = open_run(&run, None, None)?;
-    open_device(&cfg, device)?;
+    let compute = open_device(&cfg, device)?;
     let stop = stop_flag();
-    Ok(bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref())?)
+    Ok(bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref(), &compute)?)
 }

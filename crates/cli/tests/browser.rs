@@ -8,7 +8,8 @@
 //! Needs `chromium`, `chromium-driver` (Debian) and `python3 -m pip install selenium`;
 //! without them the test skips loudly, and fails in CI.
 
-use bredon_rules::testdata::skip_or_fail;
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -16,13 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The first of `names` found on `PATH`.
-fn which(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    names.iter().flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n))).find(|p| p.is_file())
+    common::repo_file("").canonicalize().unwrap()
 }
 
 /// `bredon serve` on a free port, killed when dropped.
@@ -142,16 +137,7 @@ fn fixture_run(dir: &Path) {
 #[test]
 fn chromium_plays_analyses_and_watches() {
     const TEST: &str = "chromium_plays_analyses_and_watches";
-    let Some(chromium) = which(&["chromium", "chromium-browser"]) else {
-        return skip_or_fail(TEST, "chromium", "apt-get install chromium chromium-driver");
-    };
-    let Some(driver) = which(&["chromedriver"]) else {
-        return skip_or_fail(TEST, "chromedriver", "apt-get install chromium-driver");
-    };
-    let selenium = Command::new("python3").args(["-c", "import selenium"]).status();
-    if !selenium.is_ok_and(|s| s.success()) {
-        return skip_or_fail(TEST, "Python selenium", "python3 -m pip install selenium");
-    }
+    let Some(chromium) = common::Chromium::find(TEST) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("demo-5x5");
     fixture_run(&run);
@@ -162,12 +148,10 @@ fn chromium_plays_analyses_and_watches() {
         let _ = std::fs::remove_file(out.join(name));
     }
     let began = Instant::now();
-    let status = Command::new("python3")
-        .arg(repo().join("crates/cli/tests/browser/drive.py"))
+    let status = chromium
+        .python(&repo().join("crates/cli/tests/browser/drive.py"))
         .arg(&server.url)
         .arg(&out)
-        .env("CHROMIUM", &chromium)
-        .env("CHROMEDRIVER", &driver)
         .status()
         .expect("run drive.py");
     assert!(status.success(), "the browser checks failed (see the output above and {})", out.display());

@@ -7,11 +7,12 @@
 //! The Chromium test needs `chromium`, `chromium-driver` (Debian) and `python3 -m pip
 //! install selenium`; without them it skips loudly, and fails in CI.
 
+mod common;
+
 use bredon_rules::notation::parse_move;
-use bredon_rules::testdata::skip_or_fail;
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
@@ -172,36 +173,19 @@ fn listening_beyond_the_loopback_is_said_on_stderr() {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The first of `names` found on `PATH`.
-fn which(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    names.iter().flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n))).find(|p| p.is_file())
+    common::repo_file("").canonicalize().unwrap()
 }
 
 #[test]
 fn chromium_opens_the_socket_from_a_page_and_gets_a_best_move() {
     const TEST: &str = "chromium_opens_the_socket_from_a_page_and_gets_a_best_move";
-    let Some(chromium) = which(&["chromium", "chromium-browser"]) else {
-        return skip_or_fail(TEST, "chromium", "apt-get install chromium chromium-driver");
-    };
-    let Some(driver) = which(&["chromedriver"]) else {
-        return skip_or_fail(TEST, "chromedriver", "apt-get install chromium-driver");
-    };
-    let selenium = Command::new("python3").args(["-c", "import selenium"]).status();
-    if !selenium.is_ok_and(|s| s.success()) {
-        return skip_or_fail(TEST, "Python selenium", "python3 -m pip install selenium");
-    }
+    let Some(chromium) = common::Chromium::find(TEST) else { return };
     let server = Server::start("127.0.0.1:0");
     let page = tempfile::tempdir().unwrap();
-    let out = Command::new("python3")
-        .arg(repo().join("crates/cli/tests/tei_ws/chromium.py"))
+    let out = chromium
+        .python(&repo().join("crates/cli/tests/tei_ws/chromium.py"))
         .arg(&server.url)
         .arg(page.path())
-        .env("CHROMIUM", &chromium)
-        .env("CHROMEDRIVER", &driver)
         .stderr(Stdio::inherit())
         .output()
         .expect("run chromium.py");

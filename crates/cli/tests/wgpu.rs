@@ -22,18 +22,24 @@ fn checked(cmd: &mut Command) -> (String, String) {
     (stdout, stderr)
 }
 
-/// A 3x3 config small enough for lavapipe: 16 games of 16 visits and a few steps a
-/// generation, `generations` of them.
+/// The tests' tiny 3x3 config on wgpu, small enough for lavapipe (a few steps of 32 a
+/// generation, the WDL and auxiliary heads on), `generations` of them.
 fn tiny_config(dir: &Path, generations: u32) -> PathBuf {
-    let text = format!(
-        "[game]\nsize = 3\n\n[net]\nblocks = 1\nchannels = 16\nvalue_hidden = 16\npolicy_filters = 4\nwdl = true\naux = true\n\n\
-         [search]\nleaf_batch = 8\n\n[selfplay]\ngames_per_generation = 16\nconcurrent_games = 8\nvisits = 16\nmax_plies = 30\n\n\
-         [train]\nbatch_size = 32\nmax_steps_per_generation = 6\nwindow_min = 200\noptimizer_states_kept = 0\n\n\
-         [schedule]\ngenerations = {generations}\nseed = 3\n\n[eval]\nevery = 0\n\n[device]\nname = \"wgpu\"\n"
-    );
-    let path = dir.join("tiny-wgpu.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    common::TinyConfig::new(generations)
+        .set("net", "value_hidden", 16)
+        .set("net", "policy_filters", 4)
+        .set("net", "wdl", true)
+        .set("net", "aux", true)
+        .set("selfplay", "games_per_generation", 16)
+        .set("selfplay", "concurrent_games", 8)
+        .set("selfplay", "max_plies", 30)
+        .set("train", "batch_size", 32)
+        .set("train", "max_steps_per_generation", 6)
+        .set("train", "window_min", 200)
+        .set("train", "optimizer_states_kept", 0)
+        .set("schedule", "seed", 3)
+        .set("device", "name", "wgpu")
+        .write(dir)
 }
 
 fn log_lines(run: &Path) -> usize {

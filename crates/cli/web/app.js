@@ -143,11 +143,9 @@ function moveSquares(ptn, size) {
   let col = FILES.indexOf(m[3]), row = parseInt(m[4]) - 1;
   const out = [FILES[col] + (row + 1)];
   if (m[5]) {
-    const carry = m[1] ? parseInt(m[1]) : 1;
     const drops = m[6] ? m[6].length : 1;
     const [dc, dr] = DIRS[m[5]];
     for (let k = 0; k < drops; k++) { col += dc; row += dr; out.push(FILES[col] + (row + 1)); }
-    void carry;
   }
   return out;
 }

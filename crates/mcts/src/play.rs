@@ -59,6 +59,21 @@ impl PlaySearch {
         }
     }
 
+    /// A fresh tree for the game `start` + `moves` (rooted after the moves), so that
+    /// [`PlaySearch::set_game`] reuses it when the game goes on.
+    pub fn for_game(start: &Position, moves: &[Move], config: SearchConfig, threads: usize) -> PlaySearch {
+        let mut pos = start.clone();
+        for &mv in moves {
+            pos.make(mv);
+        }
+        PlaySearch {
+            start: start.clone(),
+            moves: moves.to_vec(),
+            tree: Search::new(pos, config),
+            threads: threads.max(1),
+        }
+    }
+
     /// The tree for the game `start` + `moves`: this one advanced when that game
     /// continues the one it holds (tree reuse), else a fresh one with the same settings.
     pub fn set_game(&mut self, start: &Position, moves: &[Move]) {
@@ -123,6 +138,19 @@ impl PlaySearch {
             Some(p) => self.tree.run_shared(evaluator, self.threads, &limits, rng, p.report),
             None => self.tree.run_shared(evaluator, self.threads, &limits, rng, |_| {}),
         }
+    }
+
+    /// Searches within `limits` (a front end that combines several, as a TEI `go` does),
+    /// calling `report` with the result so far every `limits.progress_every`. The root is
+    /// always expanded.
+    pub fn search_within<E: Evaluator + ?Sized>(
+        &mut self,
+        evaluator: &E,
+        limits: &SearchLimits,
+        rng: &mut impl Rng,
+        report: impl FnMut(&SearchResult),
+    ) -> SearchResult {
+        self.tree.run_shared(evaluator, self.threads, limits, rng, report)
     }
 
     /// The search limits of `budget` from now.

@@ -129,7 +129,7 @@ fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet, ModelF
     check_weights(&meta.net, bytes.clone())?;
     let record = burn::store::ModuleRecord::from_bytes(bytes)
         .map_err(|e| ModelFileError::BadWeights(bounded(&format!("{e}"), MAX_MESSAGE)))?;
-    let model = TakNet::new(&meta.net, &crate::device()).try_load_record(record).map_err(|e| {
+    let model = TakNet::new(&meta.net, &crate::device::cpu()).try_load_record(record).map_err(|e| {
         ModelFileError::WeightsMismatch { arch: meta.net.name(), summary: bounded(&format!("{e}"), MAX_MESSAGE) }
     })?;
     Ok(model.valid())

@@ -3,15 +3,17 @@
 //!
 //! A [`DeviceChoice`] is parsed once (`--device`, `[device]` in a run config) and opened
 //! with [`DeviceChoice::open`], which checks the backend is compiled in and the adapter
-//! exists before anything is trained. [`select`] makes the opened device the one that
-//! [`device`] returns to the rest of the crate: models are built and loaded there, the
-//! trainer trains there, and burn-path inference runs there. Checkpoints are the same
-//! bytes on every device (a run started on the CPU resumes on a GPU and back).
+//! exists before anything is trained. The opened device and the search's forward pass
+//! travel together as a [`Compute`] value to whatever builds, trains or evaluates a
+//! network: there is no process-wide device. Models are loaded on the CPU and placed on
+//! the device by [`Compute::place`]. Checkpoints are the same bytes on every device (a run
+//! started on the CPU resumes on a GPU and back).
 
-use burn::prelude::Device;
+use crate::inference::{InferenceKind, NetEvaluator};
+use crate::model::TakNet;
+use burn::prelude::{Device, Module};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::RwLock;
 
 /// A device named by the user: `cpu`, `wgpu`, `wgpu:N`, `cuda` or `cuda:N`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -116,29 +118,61 @@ impl<'de> serde::Deserialize<'de> for DeviceChoice {
     }
 }
 
-/// The device chosen for this process (`None`: the CPU).
-static SELECTED: RwLock<Option<(DeviceChoice, Device)>> = RwLock::new(None);
-
-/// Makes `choice` (opened) the device that [`device`] returns from now on, and returns it.
-/// Call it once at start, before models are built.
-pub fn select(choice: DeviceChoice) -> Result<Device, DeviceError> {
-    let device = choice.open()?;
-    *SELECTED.write().unwrap_or_else(|e| e.into_inner()) = Some((choice, device.clone()));
-    Ok(device)
+/// The CPU device (burn's flex backend): where models are loaded and the fast path runs.
+pub fn cpu() -> Device {
+    Device::flex()
 }
 
-/// The device networks are built, loaded and trained on: the one [`select`]ed, else the
-/// CPU (burn's flex backend).
-pub fn device() -> Device {
-    match &*SELECTED.read().unwrap_or_else(|e| e.into_inner()) {
-        Some((_, d)) => d.clone(),
-        None => Device::flex(),
+/// Whether `device` is the CPU (with or without autodiff).
+pub fn is_cpu(device: &Device) -> bool {
+    device.clone().without_autodiff() == Device::flex()
+}
+
+/// Where networks run and which forward pass the search uses, chosen once (from
+/// `--device` and `--inference`, or a run config's `[device]` and `[selfplay] inference`)
+/// and passed to what loads, trains and evaluates networks.
+#[derive(Clone, Debug)]
+pub struct Compute {
+    /// The device as the user named it.
+    pub choice: DeviceChoice,
+    /// The opened device.
+    pub device: Device,
+    /// The search's forward pass (`auto`: fast on the CPU, burn on a GPU).
+    pub inference: InferenceKind,
+}
+
+impl Default for Compute {
+    fn default() -> Self {
+        Compute::cpu()
     }
 }
 
-/// The choice behind [`device`].
-pub fn selected() -> DeviceChoice {
-    SELECTED.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(DeviceChoice::Cpu, |(c, _)| *c)
+impl Compute {
+    /// The CPU, with the fast path for search.
+    pub fn cpu() -> Compute {
+        Compute { choice: DeviceChoice::Cpu, device: cpu(), inference: InferenceKind::Auto }
+    }
+
+    /// Opens `choice` (see [`DeviceChoice::open`]) for networks run by `inference`.
+    pub fn open(choice: DeviceChoice, inference: InferenceKind) -> Result<Compute, DeviceError> {
+        Ok(Compute { choice, device: choice.open()?, inference })
+    }
+
+    /// The search's forward pass with `auto` made concrete for this device.
+    pub fn search_path(&self) -> InferenceKind {
+        self.inference.resolve_for(&self.device)
+    }
+
+    /// `model` (loaded on the CPU) moved to this device.
+    pub fn place(&self, model: TakNet) -> TakNet {
+        if is_cpu(&self.device) { model } else { model.to_device(&self.device) }
+    }
+
+    /// An evaluator for the search with `lanes` copies of `model` (one per search thread
+    /// that may run a forward pass at once; see [`NetEvaluator::with_lanes`]).
+    pub fn evaluator(&self, model: TakNet, size: usize, lanes: usize) -> NetEvaluator {
+        NetEvaluator::with_lanes(self.place(model), size, self.inference, lanes)
+    }
 }
 
 /// One line per adapter each compiled-in GPU backend sees, numbered as `wgpu:N` takes

@@ -410,7 +410,8 @@ unsafe fn gemm_part(
             }
             // SAFETY: the row pointers plus every tap offset plus `seg` stay inside `a`
             // (checked by `gemm`); the panel holds `k * nr` floats; the tile holds `mr * nr`.
-            unsafe { kernel(isa, mr, w.nv, ap.as_ptr(), g.taps, g.seg, bp, tile.as_mut_ptr()) };
+            let operands = TileOperands { mr, nv: w.nv, a: ap.as_ptr(), b: bp, out: tile.as_mut_ptr() };
+            unsafe { kernel(isa, operands, g.taps, g.seg) };
             for i in 0..mr {
                 let o = g.out_rows[m0 + i] + j0;
                 // SAFETY: in range (checked by `gemm`), and written by this thread only.
@@ -462,23 +463,24 @@ macro_rules! by_shape {
     };
 }
 
+/// The operands of one tile of [`kernel`]: `mr` rows of the input (as row pointers) times
+/// a panel of `nv` vectors of packed weights, into `out`.
+struct TileOperands {
+    mr: usize,
+    nv: usize,
+    a: *const *const f32,
+    b: *const f32,
+    out: *mut f32,
+}
+
 /// Computes one `mr x (nv * lanes)` tile into `out` (row-major, `nv * lanes` per row).
 ///
 /// # Safety
 /// `a` points to `mr` row pointers; for every row `r` and tap `t`, `r + t .. r + t + seg`
 /// is readable; `b` holds `taps.len() * seg * nv * lanes` floats; `out` has room for the
 /// tile; `isa` is supported by the CPU.
-#[allow(clippy::too_many_arguments)]
-unsafe fn kernel(
-    isa: Isa,
-    mr: usize,
-    nv: usize,
-    a: *const *const f32,
-    taps: &[isize],
-    seg: usize,
-    b: *const f32,
-    out: *mut f32,
-) {
+unsafe fn kernel(isa: Isa, tile: TileOperands, taps: &[isize], seg: usize) {
+    let TileOperands { mr, nv, a, b, out } = tile;
     unsafe {
         match isa {
             #[cfg(target_arch = "x86_64")]

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use bredon_rules::{Color, Position};
 use burn::tensor::activation::softmax;
 
-use crate::model::TakNet;
+use crate::model::{Outputs, TakNet};
 use crate::train::encode_batch;
 
 /// Why [`Heads::evaluate`] refused positions.
@@ -107,8 +107,7 @@ impl Heads {
         }
         let net = self.lock();
         let x = encode_batch(positions.iter().copied(), net.input_version(), self.size, &net.device());
-        const WITH_AUX_HEADS: bool = true;
-        let out = net.forward_all(x, WITH_AUX_HEADS);
+        let out = net.forward_all(x, Outputs::All);
         let floats = |t: burn::prelude::Tensor<2>| t.into_data().try_into_vec::<f32>().expect("f32 outputs");
         let values = floats(out.value);
         let wdl = out.wdl.map(|z| floats(softmax(z, 1)));

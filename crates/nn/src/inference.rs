@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use burn::prelude::Device;
+
 use crate::fast::{FastNet, Scalars};
-use crate::model::TakNet;
+use crate::model::{Outputs, TakNet};
 use crate::policy::{masked_softmax, policy_size};
 use crate::train::encode_batch;
 
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
-/// default), `burn` (the training framework's own forward pass, on the selected
-/// [`device`](crate::device())), or `auto`: fast on the CPU, burn on a GPU device.
+/// default), `burn` (the training framework's own forward pass, on the model's device),
+/// or `auto`: fast for a model on the CPU, burn for one on a GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InferenceKind {
@@ -29,25 +31,30 @@ pub enum InferenceKind {
 }
 
 impl InferenceKind {
-    /// `Auto` made concrete for the selected device; the others as they are.
-    pub fn resolve(self) -> InferenceKind {
+    /// `Auto` made concrete for a model on `device`; the others as they are.
+    pub fn resolve_for(self, device: &Device) -> InferenceKind {
         match self {
-            InferenceKind::Auto if crate::device::selected().is_cpu() => InferenceKind::Fast,
+            InferenceKind::Auto if crate::device::is_cpu(device) => InferenceKind::Fast,
             InferenceKind::Auto => InferenceKind::Burn,
             k => k,
         }
     }
 }
 
+/// A name that is not an [`InferenceKind`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown inference {0:?} (use auto, fast or burn)")]
+pub struct UnknownInference(pub String);
+
 impl std::str::FromStr for InferenceKind {
-    type Err = String;
+    type Err = UnknownInference;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(InferenceKind::Auto),
             "fast" => Ok(InferenceKind::Fast),
             "burn" => Ok(InferenceKind::Burn),
-            other => Err(format!("unknown inference {other:?} (use auto, fast or burn)")),
+            other => Err(UnknownInference(other.to_string())),
         }
     }
 }
@@ -62,30 +69,6 @@ impl std::fmt::Display for InferenceKind {
     }
 }
 
-/// The process-wide path of [`NetEvaluator::new`] and [`InferenceService::start`]
-/// (0 = auto, 1 = fast, 2 = burn); the command line sets it with `--inference`.
-static DEFAULT_KIND: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// Sets the path [`NetEvaluator::new`] and [`InferenceService::start`] use from now on.
-pub fn set_default_kind(kind: InferenceKind) {
-    let k = match kind {
-        InferenceKind::Auto => 0,
-        InferenceKind::Fast => 1,
-        InferenceKind::Burn => 2,
-    };
-    DEFAULT_KIND.store(k, Ordering::Relaxed);
-}
-
-/// The path [`NetEvaluator::new`] and [`InferenceService::start`] use: auto unless
-/// [`set_default_kind`] said otherwise.
-pub fn default_kind() -> InferenceKind {
-    match DEFAULT_KIND.load(Ordering::Relaxed) {
-        1 => InferenceKind::Fast,
-        2 => InferenceKind::Burn,
-        _ => InferenceKind::Auto,
-    }
-}
-
 /// A network ready for inference by either path.
 #[allow(clippy::large_enum_variant)] // one per inference thread; boxing buys nothing
 pub enum Engine {
@@ -96,9 +79,9 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// `model` for board `size`, run by `kind` (`Auto` resolved for the selected device).
+    /// `model` for board `size`, run by `kind` (`Auto` resolved for the model's device).
     pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
-        match kind.resolve() {
+        match kind.resolve_for(&model.device()) {
             InferenceKind::Burn => Engine::Burn(model, size),
             _ => Engine::Fast(FastNet::from_model(&model, size)),
         }
@@ -134,7 +117,7 @@ impl Engine {
         match self {
             Engine::Burn(model, size) => {
                 let x = encode_batch(positions.iter().copied(), model.input_version(), *size, &model.device());
-                let out = model.forward_all(x, true);
+                let out = model.forward_all(x, Outputs::All);
                 let draws = out.wdl.map(|z| {
                     let p = burn::tensor::activation::softmax(z, 1).narrow(1, 1, 1);
                     p.into_data().try_into_vec::<f32>().expect("f32 draw probabilities")
@@ -245,10 +228,10 @@ pub struct NetEvaluator {
 }
 
 impl NetEvaluator {
-    /// Wraps an inference model for board `size`, run by the [`default_kind`] path (auto
-    /// unless changed).
+    /// Wraps an inference model for board `size`, run by the `auto` path (fast for a
+    /// model on the CPU, burn's on a GPU).
     pub fn new(model: TakNet, size: usize) -> NetEvaluator {
-        NetEvaluator::with_kind(model, size, default_kind())
+        NetEvaluator::with_kind(model, size, InferenceKind::Auto)
     }
 
     /// Wraps an inference model for board `size`, run by `kind`.
@@ -261,7 +244,7 @@ impl NetEvaluator {
     /// the passes of the lanes are queued by the device.
     pub fn with_lanes(model: TakNet, size: usize, kind: InferenceKind, lanes: usize) -> NetEvaluator {
         let lanes = lanes.max(1);
-        let alone = lanes > 1 && kind.resolve() == InferenceKind::Fast;
+        let alone = lanes > 1 && kind.resolve_for(&model.device()) == InferenceKind::Fast;
         let lanes = (0..lanes).map(|_| Lane::new(model.clone(), size, kind, alone)).collect();
         NetEvaluator { lanes, next: AtomicU64::new(0), size }
     }
@@ -339,8 +322,8 @@ struct Stats {
 /// How many shards an [`InferenceService`] run by `kind` gets when nobody says: one per
 /// thread of rayon's pool on the fast CPU path, one on burn's path (a GPU wants whole
 /// batches, and burn's CPU backend splits its own work).
-pub fn auto_shards(kind: InferenceKind) -> usize {
-    match kind.resolve() {
+pub fn auto_shards(kind: InferenceKind, device: &Device) -> usize {
+    match kind.resolve_for(device) {
         InferenceKind::Fast => rayon::current_num_threads().max(1),
         _ => 1,
     }
@@ -371,10 +354,9 @@ pub struct InferenceHandle {
 }
 
 impl InferenceService {
-    /// Starts the service thread with `model` for board `size`, run by the
-    /// [`default_kind`] path (auto unless changed).
+    /// Starts the service thread with `model` for board `size`, run by the `auto` path.
     pub fn start(model: TakNet, size: usize, max_batch: usize) -> InferenceService {
-        InferenceService::start_with(model, size, max_batch, default_kind())
+        InferenceService::start_with(model, size, max_batch, InferenceKind::Auto)
     }
 
     /// Starts the service thread with `model` for board `size`, run by `kind`. The service

@@ -38,7 +38,8 @@ pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_mo
 pub use error::{ModelError, OnnxError};
 pub use heads::{HeadValues, Heads, HeadsError, Wdl};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator};
-pub use model::{NetConfig, PolicyHead, TakNet, TransferReport, ValueHead};
+pub use model::{NetConfig, Outputs, PolicyHead, TakNet, TransferReport, ValueHead};
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
 
-pub use device::{DeviceChoice, DeviceError, device};
+pub use burn::prelude::Device;
+pub use device::{Compute, DeviceChoice, DeviceError};

@@ -407,7 +407,7 @@ mod tests {
                 value_filters: if global_pool { 5 } else { 2 },
             };
             check_meta(size, input_version, policy_size(size), &cfg).unwrap();
-            let net = crate::TakNet::new(&cfg, &crate::device());
+            let net = crate::TakNet::new(&cfg, &crate::device::cpu());
             let bytes = net.into_record().into_bytes().unwrap();
             assert_eq!(check_weights(&cfg, bytes.clone()), Ok(()), "{cfg:?}");
             // Another architecture's tensors are refused, in a bounded message.

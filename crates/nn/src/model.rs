@@ -321,6 +321,16 @@ impl ResBlock {
     }
 }
 
+/// Which outputs a forward pass computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outputs {
+    /// The policy and the value: what the search needs.
+    PolicyValue,
+    /// Every head the network has: the auxiliary ones (flat margin, ownership, opponent
+    /// policy) too.
+    All,
+}
+
 /// Every output of the network for a batch of `B` positions.
 #[derive(Clone, Debug)]
 pub struct NetOutput {
@@ -439,12 +449,14 @@ impl TakNet {
 
     /// Policy logits and values.
     pub fn forward(&self, x: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
-        let out = self.forward_all(x, false);
+        let out = self.forward_all(x, Outputs::PolicyValue);
         (out.policy, out.value)
     }
 
-    /// Every output; the auxiliary heads only with `aux` (and when the network has them).
-    pub fn forward_all(&self, x: Tensor<4>, aux: bool) -> NetOutput {
+    /// The network's outputs: the auxiliary heads only with [`Outputs::All`] (and when the
+    /// network has them).
+    pub fn forward_all(&self, x: Tensor<4>, outputs: Outputs) -> NetOutput {
+        let aux = outputs == Outputs::All;
         let [b, _, _, _] = x.dims();
         let mut h = relu(self.stem_bn.forward(self.stem.forward(x)));
         for block in &self.blocks {
@@ -653,7 +665,7 @@ mod tests {
     /// computed here from the move itself, independently of the reshaping in the model.
     #[test]
     fn conv_policy_logits_follow_the_policy_index_order() {
-        let device = crate::device();
+        let device = crate::device::cpu();
         for size in [3, 5, 6] {
             let cfg = NetConfig {
                 size,
@@ -667,7 +679,7 @@ mod tests {
             let net = TakNet::new(&cfg, &device);
             assert!(net.policy_fc.is_none() && net.opponent_policy_fc.is_none());
             let x = Tensor::<4>::random([2, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device);
-            let out = net.forward_all(x.clone(), true);
+            let out = net.forward_all(x.clone(), Outputs::All);
             let mut h = relu(net.stem_bn.forward(net.stem.forward(x)));
             for block in &net.blocks {
                 h = block.forward(h);

@@ -13,7 +13,7 @@ use burn::tensor::activation::log_softmax;
 
 use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::limits::ModelFileError;
-use crate::model::{NetConfig, TakNet};
+use crate::model::{NetConfig, Outputs, TakNet};
 use crate::policy::{move_to_index, policy_size};
 
 /// What can go wrong in training.
@@ -265,24 +265,37 @@ pub fn encode_batch<'a>(
 }
 
 impl Trainer {
-    /// A new randomly initialised network. `seed` makes the initialisation repeatable.
+    /// A new randomly initialised network on the CPU. `seed` makes the initialisation
+    /// repeatable.
     pub fn new(config: &NetConfig, settings: OptimizerSettings, seed: u64) -> Result<Trainer, TrainError> {
+        Trainer::new_on(config, settings, seed, &crate::device::cpu())
+    }
+
+    /// [`Trainer::new`] on `device`.
+    pub fn new_on(
+        config: &NetConfig,
+        settings: OptimizerSettings,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Trainer, TrainError> {
         if !(3..=8).contains(&config.size) {
             return Err(TrainError::BadSize(config.size));
         }
         check_input_version(config.input_version)?;
-        let device = crate::device().autodiff();
+        let device = device.clone().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
         Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings), settings, device })
     }
 
-    /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately).
+    /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately),
+    /// trained on the device it is on.
     pub fn from_model(config: &NetConfig, model: TakNet, settings: OptimizerSettings) -> Result<Trainer, TrainError> {
-        Trainer::from_model_on(config, model, settings, &crate::device())
+        let device = model.device();
+        Trainer::from_model_on(config, model, settings, &device)
     }
 
-    /// [`Trainer::from_model`] on `device` instead of the selected one.
+    /// [`Trainer::from_model`] on `device` (the model is moved there).
     pub fn from_model_on(
         config: &NetConfig,
         model: TakNet,
@@ -350,8 +363,7 @@ impl Trainer {
         let pi = Tensor::<2>::from_data(TensorData::new(pi, [b, p_size]), &self.device);
         let z_t = Tensor::<2>::from_data(TensorData::new(z.clone(), [b, 1]), &self.device);
         let model = self.model.take().expect("model present");
-        let cfg = &self.config;
-        let out = model.forward_all(x, cfg.aux);
+        let out = model.forward_all(x, Outputs::All);
         let logp = log_softmax(out.policy, 1);
         let policy_loss = (pi * logp.clone()).sum_dim(1).mean().neg();
         let diff = out.value - z_t;

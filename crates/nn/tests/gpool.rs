@@ -4,6 +4,7 @@
 
 #[allow(dead_code)] // this file does not read the reference games
 mod common;
+use bredon_nn::Outputs;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::fast::{FastNet, Isa};
 use bredon_nn::folded::FoldedNet;
@@ -204,7 +205,7 @@ fn upgrading_a_trained_model_to_global_pooling_keeps_its_outputs() {
     let refs: Vec<&Position> = positions.iter().collect();
     assert_eq!(forward_raw(&upgraded, &refs, 5), forward_raw(&model, &refs, 5));
     let x = bredon_nn::train::encode_batch(refs.iter().copied(), 2, 5, &model.device());
-    let (a, b) = (model.forward_all(x.clone(), true), upgraded.forward_all(x, true));
+    let (a, b) = (model.forward_all(x.clone(), Outputs::All), upgraded.forward_all(x, Outputs::All));
     let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
     for (p, q) in [
         (a.wdl.unwrap(), b.wdl.unwrap()),
@@ -254,7 +255,7 @@ fn a_size_independent_network_carries_to_another_board_size() {
     let six = random_positions(6, 24, 8);
     let refs: Vec<&Position> = six.iter().collect();
     let x = bredon_nn::train::encode_batch(refs.iter().copied(), 2, 6, &model.device());
-    let (a, b) = (model.forward_all(x.clone(), true), moved.forward_all(x, true));
+    let (a, b) = (model.forward_all(x.clone(), Outputs::All), moved.forward_all(x, Outputs::All));
     let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
     for (p, q) in [
         (a.value, b.value),
@@ -300,7 +301,7 @@ fn a_size_independent_network_carries_to_another_board_size() {
 
     // Dense heads (over N² features) cannot carry: they start fresh; the trunk still does.
     let dense = gpool_config(5, ValueHead::Dense, true);
-    let dense_model = TakNet::new(&dense, &bredon_nn::device());
+    let dense_model = TakNet::new(&dense, &bredon_nn::device::cpu());
     let (_, report) = TakNet::from_compatible(&NetConfig { size: 6, ..dense.clone() }, &dense_model, &dense);
     assert!(report.mapped.is_empty());
     for name in ["policy_fc.weight", "value_fc1.weight", "opponent_policy_fc.weight"] {

@@ -91,7 +91,7 @@ fn the_smallest_network_within_the_limits_loads() {
     let cfg = NetConfig { size: 3, blocks: 1, channels: 1, value_hidden: 1, policy_filters: 1, ..NetConfig::default() };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tiny.bredon");
-    export_model(&TakNet::new(&cfg, &bredon_nn::device()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
+    export_model(&TakNet::new(&cfg, &bredon_nn::device::cpu()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
     let bytes = std::fs::read(&file).unwrap();
     let (_, meta, _) = load_exported_bytes(&bytes, "tiny.bredon").unwrap();
     assert_eq!(meta.net, cfg);
@@ -307,7 +307,7 @@ fn a_model_claiming_global_pooling_without_its_tensors_is_refused() {
     };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("gpool.bredon");
-    export_model(&TakNet::new(&cfg, &bredon_nn::device()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
+    export_model(&TakNet::new(&cfg, &bredon_nn::device::cpu()), &ModelMeta::new(&cfg, 0, 0, 0), &file).unwrap();
     let b = std::fs::read(&file).unwrap();
     let (_, m, _) = load_exported_bytes(&b, "gpool.bredon").unwrap();
     assert_eq!(m.net, cfg);

@@ -1,6 +1,7 @@
 //! ONNX export: the file runs in Python onnxruntime and matches burn's outputs.
 
 mod common;
+use bredon_nn::Outputs;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::encoding::{encode, input_len};
 use bredon_nn::folded::FoldedNet;
@@ -175,9 +176,9 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
     // burn's outputs of the extra heads.
     let x = burn::tensor::Tensor::<4>::from_data(
         burn::tensor::TensorData::new(planes.clone(), [ps.len(), cfg.planes(), size, size]),
-        &bredon_nn::device(),
+        &bredon_nn::device::cpu(),
     );
-    let out = model.forward_all(x, true);
+    let out = model.forward_all(x, Outputs::All);
     let floats = |t: burn::tensor::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
     let mut extras = serde_json::Map::new();
     for (name, t) in [

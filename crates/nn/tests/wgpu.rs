@@ -4,7 +4,7 @@
 #![cfg(feature = "wgpu")]
 
 mod common;
-use bredon_nn::model::NetOutput;
+use bredon_nn::model::{NetOutput, Outputs};
 use bredon_nn::train::{OptimizerSettings, encode_batch};
 use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, load_exported};
 use bredon_rules::Position;
@@ -49,8 +49,8 @@ fn assert_heads_agree(model: &TakNet, positions: &[Position], size: usize, what:
     assert_eq!(on_gpu.device(), gpu);
     let refs: Vec<&Position> = positions.iter().collect();
     let v = model.input_version();
-    let a = model.forward_all(encode_batch(refs.iter().copied(), v, size, &cpu), true);
-    let b = on_gpu.forward_all(encode_batch(refs.iter().copied(), v, size, &gpu), true);
+    let a = model.forward_all(encode_batch(refs.iter().copied(), v, size, &cpu), Outputs::All);
+    let b = on_gpu.forward_all(encode_batch(refs.iter().copied(), v, size, &gpu), Outputs::All);
     let heads = |o: NetOutput| -> Vec<(&'static str, Option<Vec<f32>>)> {
         vec![
             ("policy", Some(floats(o.policy))),

@@ -114,10 +114,10 @@ pub struct SelfPlayConfig {
 impl SelfPlayConfig {
     /// The inference threads self-play runs (see `inference_threads`): the setting, or for
     /// 0 one per thread of rayon's pool on the fast path and one on burn's; never more
-    /// than the games played at once.
-    pub fn inference_shards(&self) -> usize {
+    /// than the games played at once. `device` is where the network runs.
+    pub fn inference_shards(&self, device: &bredon_nn::Device) -> usize {
         let n = match self.inference_threads {
-            0 => bredon_nn::inference::auto_shards(self.inference),
+            0 => bredon_nn::inference::auto_shards(self.inference, device),
             n => n,
         };
         n.clamp(1, self.concurrent_games.max(1))
@@ -482,13 +482,13 @@ mod tests {
 
     #[test]
     fn inference_threads_follow_the_setting_the_path_and_the_games() {
-        let s = |toml: &str| RunConfig::from_toml(toml).unwrap().selfplay.inference_shards();
+        let s = |toml: &str| RunConfig::from_toml(toml).unwrap().selfplay.inference_shards(&bredon_nn::device::cpu());
         assert_eq!(s("[selfplay]\ninference_threads = 3\nconcurrent_games = 8"), 3);
         assert_eq!(s("[selfplay]\ninference_threads = 3\nconcurrent_games = 2"), 2, "no more than the games");
         assert_eq!(s("[selfplay]\ninference = \"burn\""), 1, "burn's path: one service");
         // Automatic on the fast path: one per thread of rayon's pool (the games allowing).
         let auto = s("[selfplay]\ninference = \"fast\"\nconcurrent_games = 1000");
-        assert_eq!(auto, bredon_nn::inference::auto_shards(bredon_nn::InferenceKind::Fast));
+        assert_eq!(auto, bredon_nn::inference::auto_shards(bredon_nn::InferenceKind::Fast, &bredon_nn::device::cpu()));
         assert!(auto >= 1);
     }
 

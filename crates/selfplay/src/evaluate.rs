@@ -95,8 +95,9 @@ pub fn evaluate_generation(
     learner: &Learner,
     generation: Generation,
     stop: &AtomicBool,
+    compute: &bredon_nn::Compute,
 ) -> Result<Vec<(String, f64)>> {
-    let (current, _svc) = learner.start_inference(64, cfg.selfplay.inference_shards())?;
+    let (current, _svc) = learner.start_inference(64, cfg.selfplay.inference_shards(&compute.device))?;
     let settings = MatchSettings {
         options: cfg.game.options(),
         search: &cfg.search,
@@ -111,8 +112,8 @@ pub fn evaluate_generation(
         out.push(("uniform".to_string(), score));
     }
     if generation > Generation::FIRST {
-        let first_learner = Learner::load(cfg, &run.checkpoint_dir(Generation::FIRST))?;
-        let (first_eval, _svc0) = first_learner.start_inference(64, cfg.selfplay.inference_shards())?;
+        let first_learner = Learner::load(cfg, &run.checkpoint_dir(Generation::FIRST), compute)?;
+        let (first_eval, _svc0) = first_learner.start_inference(64, cfg.selfplay.inference_shards(&compute.device))?;
         if let Some(score) = against(first_eval.as_ref())? {
             out.push((Generation::FIRST.to_string(), score));
         }

@@ -5,7 +5,7 @@ use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::inference::InferenceService;
 use bredon_nn::train::{AuxTargets, OptimizerSettings, wdl_of_value};
-use bredon_nn::{NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
+use bredon_nn::{Compute, NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
 use bredon_storage::fsutil::atomic_write_with;
 use rand::Rng;
@@ -58,16 +58,17 @@ impl Learner {
         }
     }
 
-    /// A new random network for the run.
-    pub fn new(cfg: &RunConfig, seed: u64) -> Result<Learner> {
+    /// A new random network for the run, trained on `compute`'s device.
+    pub fn new(cfg: &RunConfig, seed: u64, compute: &Compute) -> Result<Learner> {
         let net = net_config(cfg);
-        let trainer = Trainer::new(&net, optimizer_settings(cfg), seed)?;
+        let trainer = Trainer::new_on(&net, optimizer_settings(cfg), seed, &compute.device)?;
         Ok(Learner::with_trainer(cfg, net, trainer))
     }
 
     /// Loads a checkpoint directory (model and, if present, optimiser state), verifying
-    /// the checksums (the optimiser's is recorded in the checkpoint's `state.json`).
-    pub fn load(cfg: &RunConfig, dir: &Path) -> Result<Learner> {
+    /// the checksums (the optimiser's is recorded in the checkpoint's `state.json`), onto
+    /// `compute`'s device.
+    pub fn load(cfg: &RunConfig, dir: &Path, compute: &Compute) -> Result<Learner> {
         let (model, meta) = load_model(dir)?;
         let net = net_config(cfg);
         if meta.net != net {
@@ -77,7 +78,7 @@ impl Learner {
                 wanted: net.name(),
             });
         }
-        let mut trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
+        let mut trainer = Trainer::from_model_on(&net, model, optimizer_settings(cfg), &compute.device)?;
         let opt = dir.join(layout::OPTIMIZER);
         if opt.is_file() {
             let expected = if dir.join(layout::STATE).is_file() { read_state_file(dir)?.1 } else { None };
@@ -95,7 +96,7 @@ impl Learner {
     ///
     /// A model of another board size is a transfer (KataGo's one net for all sizes): what
     /// carries over does ([`bredon_nn::TakNet::from_compatible`]) and its komi may differ.
-    pub fn from_model_file(cfg: &RunConfig, path: &Path) -> Result<(Learner, ModelMeta)> {
+    pub fn from_model_file(cfg: &RunConfig, path: &Path, compute: &Compute) -> Result<(Learner, ModelMeta)> {
         let (model, meta) = bredon_nn::checkpoint::load_exported(path)?;
         let net = net_config(cfg);
         // A model that lacks only options that can be added to a trained network (global
@@ -135,7 +136,7 @@ impl Learner {
                 wanted: cfg.game.half_komi() as f64 / 2.0,
             });
         }
-        let trainer = Trainer::from_model(&net, model, optimizer_settings(cfg))?;
+        let trainer = Trainer::from_model_on(&net, model, optimizer_settings(cfg), &compute.device)?;
         let learner = Learner::with_trainer(cfg, net, trainer);
         Ok((learner, meta))
     }
@@ -225,7 +226,7 @@ mod tests {
     /// directory (kept alive by the returned guard).
     fn exported_model(cfg: &RunConfig, step: u64) -> (tempfile::TempDir, std::path::PathBuf, bredon_nn::TakNet) {
         let net = net_config(cfg);
-        let model = bredon_nn::TakNet::new(&net, &bredon_nn::device());
+        let model = bredon_nn::TakNet::new(&net, &bredon_nn::device::cpu());
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("model.bredon");
         bredon_nn::export_model(&model, &ModelMeta::new(&net, cfg.game.half_komi(), step, 1), &file).unwrap();
@@ -244,7 +245,7 @@ mod tests {
         let mut gpool = cfg.clone();
         gpool.net.global_pool = true;
         gpool.net.gpool_channels = 4;
-        let (learner, meta) = Learner::from_model_file(&gpool, &file).unwrap();
+        let (learner, meta) = Learner::from_model_file(&gpool, &file, &Compute::cpu()).unwrap();
         assert_eq!((meta.net, learner.describe()), (old, "b2c8-g4".to_string()));
         let positions: Vec<Position> = (0..4)
             .map(|i| {
@@ -260,7 +261,7 @@ mod tests {
         assert_eq!(forward(&learner.model()), forward(&model));
         let mut wider = gpool.clone();
         wider.net.channels = 16;
-        let e = Learner::from_model_file(&wider, &file).err().unwrap().to_string();
+        let e = Learner::from_model_file(&wider, &file, &Compute::cpu()).err().unwrap().to_string();
         assert!(e.contains("is a b2c8 network, the config asks for b2c16-g4"), "{e}");
     }
 
@@ -294,7 +295,7 @@ mod tests {
         let (_dir, file, model) = exported_model(&cfg, 9);
         let mut deeper = cfg.clone();
         deeper.net.blocks = 4;
-        let (mut learner, _) = Learner::from_model_file(&deeper, &file).unwrap();
+        let (mut learner, _) = Learner::from_model_file(&deeper, &file, &Compute::cpu()).unwrap();
         assert_eq!(learner.describe(), "b4c8-aux-convp-g4-vp");
         let mut p = Position::new(5).unwrap();
         let (mut positions, mut played) = (vec![p.clone()], Vec::new());
@@ -327,7 +328,7 @@ mod tests {
         assert_ne!(forward(&learner.model()), before);
         let mut shallower = cfg.clone();
         shallower.net.blocks = 1;
-        let e = Learner::from_model_file(&shallower, &file).err().unwrap().to_string();
+        let e = Learner::from_model_file(&shallower, &file, &Compute::cpu()).err().unwrap().to_string();
         assert!(e.contains("is a b2c8-aux-convp-g4-vp network, the config asks for b1c8-aux-convp-g4-vp"), "{e}");
     }
 
@@ -341,14 +342,14 @@ mod tests {
         let mut six = cfg.clone();
         six.game.size = 6;
         six.game.komi = 2.0;
-        let (learner, meta) = Learner::from_model_file(&six, &file).unwrap();
+        let (learner, meta) = Learner::from_model_file(&six, &file, &Compute::cpu()).unwrap();
         assert_eq!((meta.net.size, meta.step), (5, 700));
         let pos = Position::new(6).unwrap();
         let (logits, _) = bredon_nn::inference::forward_raw(&learner.model(), &[&pos], 6);
         assert_eq!(logits.len(), bredon_nn::policy::policy_size(6));
         let mut komi = cfg.clone();
         komi.game.komi = 2.0;
-        let e = Learner::from_model_file(&komi, &file).err().unwrap().to_string();
+        let e = Learner::from_model_file(&komi, &file, &Compute::cpu()).err().unwrap().to_string();
         assert!(e.contains("komi"), "{e}");
     }
 

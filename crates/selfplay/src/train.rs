@@ -64,6 +64,9 @@ pub struct TrainOptions {
     /// (`--run s3://…`, see [`crate::remote`]): `train` then holds the store's lease,
     /// takes in the workers' game bundles, and uploads its games and checkpoints.
     pub remote: Option<Arc<crate::remote::Remote>>,
+    /// Where the network trains and plays: the run config's `[device] name` opened (or
+    /// `--device`'s), with `[selfplay] inference` (default: the CPU).
+    pub compute: bredon_nn::Compute,
 }
 
 /// The environment variable that sets the trainer's lease length on an object store in
@@ -78,6 +81,7 @@ impl std::fmt::Debug for TrainOptions {
             .field("after_checkpoint", &self.after_checkpoint.is_some())
             .field("init_from", &self.init_from)
             .field("init_minutes", &self.init_minutes)
+            .field("compute", &self.compute)
             .finish()
     }
 }
@@ -277,7 +281,7 @@ pub fn train(
             && !opts.external_selfplay
             && (cfg.schedule.generations == 0 || generation.next().number() < cfg.schedule.generations)
         {
-            background = Background::start(cfg, run, &learner, cfg.game.options(), generation)?;
+            background = Background::start(&ctx, &learner, cfg.game.options(), generation)?;
         }
         let plan = TrainPlan {
             window: &window,
@@ -329,14 +333,14 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
             );
         }
         let state = run.read_state(latest)?;
-        let learner =
-            Learner::load(cfg, &run.checkpoint_dir(latest)).with_context(|| format!("loading checkpoint {latest}"))?;
+        let learner = Learner::load(cfg, &run.checkpoint_dir(latest), &opts.compute)
+            .with_context(|| format!("loading checkpoint {latest}"))?;
         eprintln!("resuming {} at {latest} (step {})", run.root().display(), state.step);
         return Ok((learner, state));
     }
     let (learner, step) = match &opts.init_from {
-        Some(path) => init_from_model(cfg, run, path, opts.init_minutes)?,
-        None => (Learner::new(cfg, cfg.schedule.seed)?, 0),
+        Some(path) => init_from_model(cfg, run, path, opts)?,
+        None => (Learner::new(cfg, cfg.schedule.seed, &opts.compute)?, 0),
     };
     let state = TrainState {
         generation: Generation::FIRST,
@@ -365,15 +369,16 @@ fn init_from_model(
     cfg: &RunConfig,
     run: &RunDir,
     path: &std::path::Path,
-    init_minutes: Option<f64>,
+    opts: &TrainOptions,
 ) -> Result<(Learner, u64)> {
+    let init_minutes = opts.init_minutes;
     if let Some(m) = init_minutes
         && !(m.is_finite() && m >= 0.0)
     {
         return Err(RunError::InitMinutes(m));
     }
-    let (learner, meta) =
-        Learner::from_model_file(cfg, path).with_context(|| format!("initialising the run from {}", path.display()))?;
+    let (learner, meta) = Learner::from_model_file(cfg, path, &opts.compute)
+        .with_context(|| format!("initialising the run from {}", path.display()))?;
     let minutes = match init_minutes {
         Some(m) => Some(m),
         None if path.join(layout::STATE).is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
@@ -430,7 +435,7 @@ fn self_play_phase(
         }
         pb.finish_and_clear();
     } else {
-        let (player, service) = self_play_service(cfg, run, learner, generation)?;
+        let (player, service) = self_play_service(ctx, learner, generation)?;
         let job = selfplay_job(cfg, cfg.game.options(), player, generation);
         let pb = bar((target - have) as u64, "self-play games", opts.quiet);
         pb.set_prefix(generation.to_string());
@@ -539,7 +544,7 @@ fn publish_phase(
     let Ctx { cfg, run, opts, lease, stop } = *ctx;
     let next = state.generation;
     if cfg.eval.every > 0 && next.number().is_multiple_of(cfg.eval.every) {
-        summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, next, stop)?;
+        summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, next, stop, &opts.compute)?;
     }
     log_generation(run, tb, summary, cfg.train.lr_at(state.step), total_samples)?;
     if let Some(hook) = &opts.after_checkpoint
@@ -588,18 +593,15 @@ struct SelfPlayService {
 /// The weights that play self-play games while the learner holds `current`: those, or
 /// with gating the `best` model (an older, better one) loaded from its checkpoint; their
 /// generation and a running inference service on them.
-fn self_play_service(
-    cfg: &RunConfig,
-    run: &RunDir,
-    learner: &Learner,
-    current: Generation,
-) -> Result<(Generation, SelfPlayService)> {
+fn self_play_service(ctx: &Ctx, learner: &Learner, current: Generation) -> Result<(Generation, SelfPlayService)> {
+    let Ctx { cfg, run, opts, .. } = *ctx;
     let player = run.self_play_model(current, self_play_choice(cfg))?;
-    let (max_batch, shards) = (cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards());
+    let compute = &opts.compute;
+    let (max_batch, shards) = (cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards(&compute.device));
     let (evaluator, service) = if player == current {
         learner.start_inference(max_batch, shards)?
     } else {
-        Learner::load(cfg, &run.checkpoint_dir(player))
+        Learner::load(cfg, &run.checkpoint_dir(player), compute)
             .with_context(|| format!("loading self-play model {player}"))?
             .start_inference(max_batch, shards)?
     };
@@ -713,12 +715,12 @@ impl Background {
     /// learner's current weights (`current`'s), or by the `best` model with gating on
     /// ([`self_play_service`]).
     fn start(
-        cfg: &RunConfig,
-        run: &RunDir,
+        ctx: &Ctx,
         learner: &Learner,
         options: bredon_rules::GameOptions,
         current: Generation,
     ) -> Result<Option<Background>> {
+        let Ctx { cfg, run, .. } = *ctx;
         let next = current.next();
         let target = cfg.selfplay.games_per_generation;
         let dir = run.generation_games_dir(next);
@@ -726,7 +728,7 @@ impl Background {
         if have >= target {
             return Ok(None);
         }
-        let (player, service) = self_play_service(cfg, run, learner, current)?;
+        let (player, service) = self_play_service(ctx, learner, current)?;
         let job = selfplay_job(cfg, options, player, next);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -865,6 +867,7 @@ pub fn selfplay_only(
     games: Option<usize>,
     stop: Arc<AtomicBool>,
     remote: Option<&crate::remote::Remote>,
+    compute: &bredon_nn::Compute,
 ) -> Result<()> {
     let mut played = 0usize;
     let mut index = (std::process::id() as u64) << 32;
@@ -885,9 +888,9 @@ pub fn selfplay_only(
             continue;
         };
         let player = run.self_play_model(latest, self_play_choice(cfg))?;
-        let learner = Learner::load(cfg, &run.checkpoint_dir(player))?;
-        let (evaluator, service) =
-            learner.start_inference(cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards())?;
+        let learner = Learner::load(cfg, &run.checkpoint_dir(player), compute)?;
+        let (evaluator, service) = learner
+            .start_inference(cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards(&compute.device))?;
         let job =
             SelfPlayJob { seed: cfg.schedule.seed ^ index, ..selfplay_job(cfg, cfg.game.options(), player, latest) };
         // Play one chunk with this model, then look for a newer one.

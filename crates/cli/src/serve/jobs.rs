@@ -3,7 +3,7 @@
 //! nobody has polled for a while is stopped (its tab is gone).
 
 use bredon_engine::analysis::{final_owners, flat_margin};
-use bredon_mcts::{Search, SearchConfig, SearchLimits, SearchResult};
+use bredon_mcts::{Budget, PlaySearch, Progress, SearchResult, play_config};
 use bredon_rules::{Color, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -17,10 +17,11 @@ use super::error::ApiError;
 use super::game::{Game, describe_result};
 use super::models::{Engine, ModelChoice, Models};
 
-/// How long a search may run per position.
+/// How long a search may run per position, as a request gives it (`{"visits": N}` or
+/// `{"millis": MS}`); the search takes it as a [`bredon_mcts::Budget`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
-pub enum Budget {
+pub enum RequestBudget {
     /// Root visits.
     Visits(u64),
     /// Milliseconds.
@@ -32,17 +33,25 @@ pub const VISITS: std::ops::RangeInclusive<u64> = 1..=200_000;
 /// Milliseconds a search may ask for, per position.
 pub const MILLIS: std::ops::RangeInclusive<u64> = 10..=120_000;
 
-impl Budget {
+impl RequestBudget {
     /// Checks the budget is in range.
-    pub fn check(self) -> Result<Budget, ApiError> {
+    pub fn check(self) -> Result<RequestBudget, ApiError> {
         match self {
-            Budget::Visits(v) if !VISITS.contains(&v) => {
+            RequestBudget::Visits(v) if !VISITS.contains(&v) => {
                 Err(ApiError::bad(format!("visits {v} is out of range ({} to {})", VISITS.start(), VISITS.end())))
             }
-            Budget::Millis(ms) if !MILLIS.contains(&ms) => {
+            RequestBudget::Millis(ms) if !MILLIS.contains(&ms) => {
                 Err(ApiError::bad(format!("millis {ms} is out of range ({} to {})", MILLIS.start(), MILLIS.end())))
             }
             b => Ok(b),
+        }
+    }
+
+    /// The search's budget.
+    pub fn budget(self) -> Budget {
+        match self {
+            RequestBudget::Visits(v) => Budget::Visits(v),
+            RequestBudget::Millis(ms) => Budget::Time(Duration::from_millis(ms)),
         }
     }
 }
@@ -173,7 +182,7 @@ impl Jobs {
         choice: ModelChoice,
         game: Game,
         plies: Plies,
-        budget: Budget,
+        budget: RequestBudget,
     ) -> Result<JobView, ApiError> {
         let budget = budget.check()?;
         models.check(&choice, game.size())?;
@@ -249,7 +258,7 @@ impl Jobs {
 }
 
 /// The search thread: every position in turn, stopping early when asked.
-fn run(job: &Job, models: &Models, choice: &ModelChoice, game: &Game, budget: Budget) {
+fn run(job: &Job, models: &Models, choice: &ModelChoice, game: &Game, budget: RequestBudget) {
     let size = game.size();
     let status = match models.engine(choice, size) {
         Err(e) => {
@@ -286,7 +295,7 @@ fn analyse(
     pos: &Position,
     ply: usize,
     engine: &Engine,
-    budget: Budget,
+    budget: RequestBudget,
     stop: &Arc<AtomicBool>,
     rng: &mut ChaCha8Rng,
     mut progress: impl FnMut(PlyAnalysis),
@@ -370,22 +379,10 @@ fn analyse(
             ownership: ownership.clone(),
         }
     };
-    let config = SearchConfig { root_noise: false, ..SearchConfig::default() };
-    let mut search = Search::new(pos.clone(), config);
-    let mut limits = SearchLimits {
-        stop: Some(stop.clone()),
-        progress_every: Some(Duration::from_millis(200)),
-        ..SearchLimits::default()
-    };
-    match budget {
-        Budget::Visits(v) => limits.visits = Some(v),
-        Budget::Millis(ms) => limits.deadline = Some(Instant::now() + Duration::from_millis(ms)),
-    }
-    let mut result = search.run_with(evaluator, &limits, rng, |r| progress(view(r)));
-    if result.best_move.is_none() && over.is_none() {
-        // Stopped before the root was expanded: a couple of visits give a move.
-        result = search.run(evaluator, search.root_visits() as u64 + 2, rng);
-    }
+    let mut search = PlaySearch::new(pos.clone(), play_config(), 1);
+    let mut report = |r: &SearchResult| progress(view(r));
+    let every = Progress { every: Duration::from_millis(200), report: &mut report };
+    let result = search.search(evaluator, budget.budget(), Some(stop.clone()), rng, Some(every));
     view(&result)
 }
 

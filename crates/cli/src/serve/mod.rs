@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use error::{ApiError, parse_json};
 use game::{Game, GameSpec};
-use jobs::{Budget, Jobs, Plies};
+use jobs::{Jobs, Plies, RequestBudget};
 use models::{ModelChoice, Models};
 use runs::RunInfo;
 
@@ -67,8 +67,15 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State for the server: models from `model_dirs` plus `extra`, the runs in `runs`.
-    pub fn new(model_dirs: Vec<PathBuf>, extra: &[PathBuf], runs: &[PathBuf], max_searches: usize) -> Result<AppState> {
+    /// State for the server: models from `model_dirs` plus `extra` (run on `compute`), the
+    /// runs in `runs`.
+    pub fn new(
+        model_dirs: Vec<PathBuf>,
+        extra: &[PathBuf],
+        runs: &[PathBuf],
+        max_searches: usize,
+        compute: bredon_nn::Compute,
+    ) -> Result<AppState> {
         let runs = runs
             .iter()
             .enumerate()
@@ -79,14 +86,14 @@ impl AppState {
                 Ok(RunInfo { id, name, path })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(AppState { models: Arc::new(Models::new(model_dirs, extra)?), jobs: Jobs::new(max_searches), runs })
+        Ok(AppState { models: Arc::new(Models::new(model_dirs, extra, compute)?), jobs: Jobs::new(max_searches), runs })
     }
 }
 
 /// Runs the server until Ctrl-C.
-pub fn run(args: ServeArgs) -> Result<()> {
-    let state =
-        Arc::new(AppState::new(crate::model_arg::default_model_dirs(), &args.model, &args.run, args.max_searches)?);
+pub fn run(args: ServeArgs, compute: &bredon_nn::Compute) -> Result<()> {
+    let dirs = crate::model_arg::default_model_dirs();
+    let state = Arc::new(AppState::new(dirs, &args.model, &args.run, args.max_searches, compute.clone())?);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((args.host, args.port))
@@ -186,7 +193,7 @@ async fn game_view(body: Result<Bytes, BytesRejection>) -> Api<game::GameView> {
 #[serde(deny_unknown_fields)]
 struct SearchRequest {
     game: GameSpec,
-    budget: Budget,
+    budget: RequestBudget,
     #[serde(default)]
     plies: Plies,
     #[serde(default)]

@@ -3,7 +3,7 @@
 
 use bredon_mcts::{Evaluator, UniformEvaluator};
 use bredon_nn::checkpoint::load_exported_bytes;
-use bredon_nn::{Heads, NetEvaluator};
+use bredon_nn::{Compute, Heads};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,8 @@ pub struct Models {
     named: Mutex<Vec<(ModelInfo, Arc<Engine>)>>,
     added: std::sync::atomic::AtomicUsize,
     shipped: Mutex<HashMap<usize, Arc<Engine>>>,
+    /// Where the networks run.
+    compute: Compute,
 }
 
 /// The largest model file accepted by an upload.
@@ -71,13 +73,15 @@ pub const MAX_UPLOAD: usize = 64 * 1024 * 1024;
 const MAX_UPLOADS: usize = 16;
 
 impl Models {
-    /// Models from `dirs` (searched for `NxN.bredon`) and the files in `extra`.
-    pub fn new(dirs: Vec<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Models> {
+    /// Models from `dirs` (searched for `NxN.bredon`) and the files in `extra`, run on
+    /// `compute`.
+    pub fn new(dirs: Vec<PathBuf>, extra: &[PathBuf], compute: Compute) -> anyhow::Result<Models> {
         let models = Models {
             dirs,
             named: Mutex::new(Vec::new()),
             added: Default::default(),
             shipped: Mutex::new(HashMap::new()),
+            compute,
         };
         for path in extra {
             let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
@@ -101,7 +105,7 @@ impl Models {
         let n = self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let id = format!("{prefix}-{n}");
         let info = ModelInfo { id, name: name.to_string(), size: meta.size, half_komi: meta.half_komi };
-        let engine = network(name.to_string(), net, meta.size);
+        let engine = network(name.to_string(), net, meta.size, &self.compute);
         if prefix == "upload" && named.iter().filter(|(m, _)| m.id.starts_with("upload")).count() >= MAX_UPLOADS {
             let oldest = named.iter().position(|(m, _)| m.id.starts_with("upload")).expect("counted");
             named.remove(oldest);
@@ -150,7 +154,7 @@ impl Models {
                 }
                 let engine = match self.shipped_file(size) {
                     None => uniform(),
-                    Some(path) => Arc::new(load_file(&path)?),
+                    Some(path) => Arc::new(load_file(&path, &self.compute)?),
                 };
                 shipped.insert(size, engine.clone());
                 Ok(engine)
@@ -164,13 +168,13 @@ fn uniform() -> Arc<Engine> {
 }
 
 /// A network's engine: the search's evaluator and its heads.
-fn network(name: String, net: bredon_nn::TakNet, size: usize) -> Engine {
+fn network(name: String, net: bredon_nn::TakNet, size: usize, compute: &Compute) -> Engine {
     let heads = Some(Arc::new(Heads::new(net.clone(), size)));
-    Engine { name, evaluator: Arc::new(NetEvaluator::new(net, size)), heads }
+    Engine { name, evaluator: Arc::new(compute.evaluator(net, size, 1)), heads }
 }
 
-fn load_file(path: &Path) -> Result<Engine, ApiError> {
+fn load_file(path: &Path, compute: &Compute) -> Result<Engine, ApiError> {
     let (net, meta) =
         bredon_nn::load_exported(path).map_err(|e| ApiError::Internal(format!("loading {}: {e:#}", path.display())))?;
-    Ok(network(path.display().to_string(), net, meta.size))
+    Ok(network(path.display().to_string(), net, meta.size, compute))
 }

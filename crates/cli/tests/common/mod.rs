@@ -11,6 +11,49 @@ pub fn bredon() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bredon"))
 }
 
+/// Headless Chromium, its WebDriver and Python's selenium, for the browser tests.
+pub struct Chromium {
+    /// The browser.
+    pub browser: PathBuf,
+    /// Its WebDriver.
+    pub driver: PathBuf,
+}
+
+impl Chromium {
+    /// The browser tools, or `None` after saying loudly which is missing (outside CI; in
+    /// CI a missing tool fails `test`).
+    pub fn find(test: &str) -> Option<Chromium> {
+        use bredon_rules::testdata::skip_or_fail;
+        let Some(browser) = which(&["chromium", "chromium-browser"]) else {
+            skip_or_fail(test, "chromium", "apt-get install chromium chromium-driver");
+            return None;
+        };
+        let Some(driver) = which(&["chromedriver"]) else {
+            skip_or_fail(test, "chromedriver", "apt-get install chromium-driver");
+            return None;
+        };
+        let selenium = Command::new("python3").args(["-c", "import selenium"]).status();
+        if !selenium.is_ok_and(|s| s.success()) {
+            skip_or_fail(test, "Python selenium", "python3 -m pip install selenium");
+            return None;
+        }
+        Some(Chromium { browser, driver })
+    }
+
+    /// `python3 SCRIPT` with the tools in `CHROMIUM` and `CHROMEDRIVER`.
+    pub fn python(&self, script: &Path) -> Command {
+        let mut cmd = Command::new("python3");
+        cmd.arg(script).env("CHROMIUM", &self.browser).env("CHROMEDRIVER", &self.driver);
+        cmd
+    }
+}
+
+/// The first of `names` found on `PATH`.
+pub fn which(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n))).find(|p| p.is_file())
+}
+
 /// A file of the repository (`configs/3x3.toml`).
 pub fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)

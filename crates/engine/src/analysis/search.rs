@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 pub use bredon_mcts::RootMove;
-use bredon_mcts::{Evaluator, Outcome, Search, SearchLimits, Wdl, play_config};
+use bredon_mcts::{Evaluator, Outcome, PlaySearch, SearchLimits, Wdl, play_config};
 use bredon_rules::{Move, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,14 +37,14 @@ pub struct Searched {
 /// Searches `pos` (a game not over) afresh within `limits` or until `stop`, on one
 /// thread with the play settings (no root noise) and a fixed seed.
 pub fn search(pos: &Position, evaluator: &dyn Evaluator, limits: Limits, stop: &Arc<AtomicBool>) -> Searched {
-    let mut search = Search::new(pos.clone(), play_config());
+    let mut search = PlaySearch::new(pos.clone(), play_config(), 1);
     let limits = SearchLimits {
         visits: limits.visits,
         deadline: limits.movetime.map(|t| Instant::now() + t),
         stop: Some(stop.clone()),
         ..SearchLimits::default()
     };
-    let r = search.run_with(evaluator, &limits, &mut ChaCha8Rng::seed_from_u64(0), |_| {});
+    let r = search.search_within(evaluator, &limits, &mut ChaCha8Rng::seed_from_u64(0), |_| {});
     Searched {
         value: r.value,
         wdl: r.wdl,

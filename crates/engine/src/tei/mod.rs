@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bredon_mcts::{
-    Evaluator, Search, SearchConfig, SearchLimits, SearchResult, TimeManagement, UniformEvaluator, move_budget,
+    Evaluator, PlaySearch, SearchConfig, SearchLimits, SearchResult, TimeManagement, UniformEvaluator, move_budget,
 };
 use bredon_rules::notation::{parse_move, parse_tps_with};
 use bredon_rules::{Color, GameOptions, Move, Position};
@@ -115,7 +115,7 @@ impl Default for EngineSettings {
             size: None,
             seed: 0,
             options: OptionValues { half_komi: 0, multi_pv: 1, threads: available_threads(), hash_mb: 1024 },
-            search: SearchConfig { root_noise: false, ..SearchConfig::default() },
+            search: bredon_mcts::play_config(),
             name: format!("Bredon {}", env!("CARGO_PKG_VERSION")),
         }
     }
@@ -129,17 +129,10 @@ pub fn available_threads() -> usize {
 /// Progress reports of a running search, this often.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
-/// The search tree of the current game and what it was built from.
-struct Tree {
-    start: Position,
-    moves: Vec<Move>,
-    search: Search,
-}
-
 /// A search running on its worker thread.
 struct Running {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Tree>,
+    handle: JoinHandle<PlaySearch>,
     /// `go infinite` (or PTN Ninja's bare `go`): it ends only with `stop`.
     until_stop: bool,
 }
@@ -154,7 +147,7 @@ pub struct TeiEngine {
     dialect: Dialect,
     /// The position of the last valid `position` command.
     position: Option<(Position, Vec<Move>)>,
-    tree: Option<Tree>,
+    tree: Option<PlaySearch>,
     running: Option<Running>,
     searches: u64,
     /// The (board size, half komi) last warned about as not the model's komi, so that a
@@ -406,22 +399,16 @@ impl TeiEngine {
 
     /// The tree for the current position: the previous one advanced if the new position
     /// continues it, else a fresh one.
-    fn tree_for(&mut self, start: &Position, moves: &[Move]) -> Tree {
-        if let Some(mut tree) = self.tree.take()
-            && tree.start == *start
-            && moves.starts_with(&tree.moves)
-        {
-            for &mv in &moves[tree.moves.len()..] {
-                tree.search.advance(mv);
+    fn tree_for(&mut self, start: &Position, moves: &[Move]) -> PlaySearch {
+        let threads = self.options.threads;
+        match self.tree.take() {
+            Some(mut tree) => {
+                tree.set_game(start, moves);
+                tree.set_threads(threads);
+                tree
             }
-            tree.moves = moves.to_vec();
-            return tree;
+            None => PlaySearch::for_game(start, moves, self.settings.search.clone(), threads),
         }
-        let mut pos = start.clone();
-        for &mv in moves {
-            pos.make(mv);
-        }
-        Tree { start: start.clone(), moves: moves.to_vec(), search: Search::new(pos, self.settings.search.clone()) }
     }
 
     fn go(&mut self, params: &GoParams) {
@@ -430,7 +417,7 @@ impl TeiEngine {
             return;
         };
         let mut tree = self.tree_for(&start, &moves);
-        let pos = tree.search.position().clone();
+        let pos = tree.position().clone();
         if let Some(result) = pos.result() {
             self.error(format_args!("the game is over ({result})"));
             self.tree = Some(tree);
@@ -445,12 +432,8 @@ impl TeiEngine {
         // last move that already fills it starts afresh; a search stops at the budget.
         let per_visit = pos.legal_moves().len() as u64 + 1;
         let hash_visits = (self.options.hash_nodes() / per_visit).max(2);
-        if tree.search.root_visits() as u64 >= hash_visits {
-            tree = Tree {
-                start: start.clone(),
-                moves: moves.clone(),
-                search: Search::new(pos.clone(), self.settings.search.clone()),
-            };
+        if tree.root_visits() >= hash_visits {
+            tree = PlaySearch::for_game(&start, &moves, self.settings.search.clone(), self.options.threads);
         }
         let began = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
@@ -459,7 +442,7 @@ impl TeiEngine {
             SearchLimits { stop: Some(stop.clone()), progress_every: Some(PROGRESS_EVERY), ..SearchLimits::default() };
         // PTN Ninja: `infinite` "causes all other go parameters to be ignored".
         if !until_stop {
-            self.set_limits(&mut limits, params, &tree.search, began);
+            self.set_limits(&mut limits, params, &tree, began);
         }
         let capped_by_hash = limits.visits.is_none_or(|v| v > hash_visits);
         if capped_by_hash {
@@ -467,7 +450,6 @@ impl TeiEngine {
         }
         let hash_use = move |r: &SearchResult| HashUse { visits: r.root_visits, capacity: hash_visits };
         let style = ReportStyle { size: self.size, dialect: self.dialect, multi_pv: self.options.multi_pv, began };
-        let threads = self.options.threads;
         let solved = params.solved;
         let hash_mb = self.options.hash_mb;
         let evaluator = self.evaluator();
@@ -481,7 +463,7 @@ impl TeiEngine {
                     sink.send_line(&Response::Info(info).to_string());
                 }
             };
-            let result = tree.search.run_shared(&*evaluator, threads, &limits, &mut rng, |r| send(r, hash_use(r)));
+            let result = tree.search_within(&*evaluator, &limits, &mut rng, |r| send(r, hash_use(r)));
             send(&result, hash_use(&result));
             if capped_by_hash && result.root_visits >= hash_visits && !result.proven {
                 sink.send_line(&format!(
@@ -511,8 +493,8 @@ impl TeiEngine {
     /// The limits of a `go` that is not `infinite`: nodes, the move's time, the mover's
     /// clock; none of them is the default visits in the match runners' dialect (a `go
     /// solved` alone searches until the proof or `stop`).
-    fn set_limits(&self, limits: &mut SearchLimits, params: &GoParams, search: &Search, began: Instant) {
-        let root_visits = search.root_visits() as u64;
+    fn set_limits(&self, limits: &mut SearchLimits, params: &GoParams, search: &PlaySearch, began: Instant) {
+        let root_visits = search.root_visits();
         if let Some(n) = params.nodes {
             limits.visits = Some(root_visits + n.max(1));
         }

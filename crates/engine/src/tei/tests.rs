@@ -268,8 +268,8 @@ fn tree_is_reused_when_the_game_continues() {
     e.handle_line(&format!("position startpos moves {first}"));
     let (start, moves) = e.position.clone().unwrap();
     let tree = e.tree_for(&start, &moves);
-    assert!(tree.search.root_visits() > 1, "the subtree of the played move was dropped");
-    assert_eq!(tree.search.position().ply(), 1);
+    assert!(tree.root_visits() > 1, "the subtree of the played move was dropped");
+    assert_eq!(tree.position().ply(), 1);
 }
 
 #[test]
