@@ -7,7 +7,7 @@
 //! | string | player |
 //! |---|---|
 //! | `random` | [`RandomPlayer`]; settings `seed`, `name` |
-//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads`, `stop_when_decided` (`on` or `off`), `score_utility` (0–2) |
+//! | `uniform:VISITS` | [`MctsPlayer`] with the uniform evaluator, `VISITS` visits per move; settings `seed`, `name` and the [`SearchSettings`] `tactics`, `search` (`puct` or `gumbel`), `time` (`fixed` or `reserves`), `search_threads`, `stop_when_decided` (`on` or `off`), `score_utility` (0–2), `solver` (0–1) |
 //! | `rollout:VISITS` | [`MctsPlayer`] with `bredon_mcts::RolloutEvaluator` (uniform policy, random-playout values), `VISITS` visits per move; settings `rollouts`, `seed`, `name` and the [`SearchSettings`] |
 //! | `tei:PROGRAM ARGS…` | [`TeiPlayer`]; the command line is split on spaces (double quotes group); settings `name`, `nodes`, `movetime` (ms), `timeout` (ms, stall timeout beyond the move's budget), `init_timeout` (ms), `halfkomi=off` (do not send the game's komi), and `option.NAME=VALUE` for `setoption name NAME value VALUE` |
 //! | `checkpoint:PATH` | MCTS guided by a trained network: a `bredon export` file or a checkpoint directory, loaded once and shared by all workers; settings `visits`, `name` and the [`SearchSettings`] |
@@ -161,6 +161,10 @@ pub struct SearchSettings {
     /// the value in selection; default the search's, 0: off).
     #[serde(default)]
     pub score_utility: Option<f32>,
+    /// Share of each move's budget for the threat-space solver (`solver=S`, 0 to 1; 0
+    /// turns it off; default the play-time search's, [`bredon_mcts::PLAY_SOLVER_SHARE`]).
+    #[serde(default)]
+    pub solver: Option<f32>,
 }
 
 impl SearchSettings {
@@ -173,6 +177,7 @@ impl SearchSettings {
         config.threads = self.search_threads.unwrap_or(config.threads).max(1);
         config.stop_when_decided = self.stop_when_decided.unwrap_or(config.stop_when_decided);
         config.score_utility = self.score_utility.unwrap_or(config.score_utility);
+        config.solver_share = self.solver.unwrap_or(config.solver_share);
         config
     }
 
@@ -184,18 +189,23 @@ impl SearchSettings {
             "time" => self.time = Some(parse_time(spec, k, v)?),
             "search_threads" => self.search_threads = Some(parse_u64(spec, k, v)?.clamp(1, 256) as usize),
             "stop_when_decided" => self.stop_when_decided = Some(parse_switch(spec, k, v)?),
-            "score_utility" => {
-                self.score_utility = Some(
-                    v.parse::<f32>()
-                        .ok()
-                        .filter(|w| w.is_finite() && (0.0..=2.0).contains(w))
-                        .ok_or_else(|| bad_setting(spec, k, v, "a weight from 0 to 2"))?,
-                )
-            }
+            "score_utility" => self.score_utility = Some(parse_in(spec, k, v, 0.0..=2.0, "a weight from 0 to 2")?),
+            "solver" => self.solver = Some(parse_in(spec, k, v, 0.0..=1.0, "a share from 0 to 1")?),
             _ => return Ok(false),
         }
         Ok(true)
     }
+}
+
+/// A number setting within `range`.
+fn parse_in(
+    spec: &str,
+    k: &str,
+    v: &str,
+    range: std::ops::RangeInclusive<f32>,
+    expected: &'static str,
+) -> Result<f32, SpecError> {
+    v.parse::<f32>().ok().filter(|w| range.contains(w)).ok_or_else(|| bad_setting(spec, k, v, expected))
 }
 
 /// The error for setting `key=value` of player `spec`, which takes `expected`.
@@ -502,11 +512,20 @@ mod tests {
                     time: None,
                     search_threads: None,
                     stop_when_decided: None,
-                    score_utility: None
+                    score_utility: None,
+                    solver: None
                 }
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
+        match "uniform:30;solver=0.25".parse::<PlayerSpec>().unwrap() {
+            PlayerSpec::Uniform { settings, .. } => assert_eq!(settings.config().solver_share, 0.25),
+            other => panic!("{other:?}"),
+        }
+        for bad in ["uniform:30;solver=2", "uniform:30;solver=-0.1", "uniform:30;solver=x"] {
+            let e = bad.parse::<PlayerSpec>().unwrap_err().to_string();
+            assert!(e.contains("a share from 0 to 1"), "{e}");
+        }
         match "checkpoint:m.bredon;time=reserves;search_threads=2;stop_when_decided=on".parse::<PlayerSpec>().unwrap() {
             PlayerSpec::Checkpoint { settings, .. } => {
                 assert_eq!(
@@ -515,6 +534,7 @@ mod tests {
                 );
                 assert!(settings.config().stop_when_decided);
                 assert!(!SearchSettings::default().config().stop_when_decided, "off unless a player turns it on");
+                assert_eq!(SearchSettings::default().config().solver_share, bredon_mcts::PLAY_SOLVER_SHARE);
             }
             other => panic!("{other:?}"),
         }

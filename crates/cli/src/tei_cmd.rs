@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::model_arg::{self, Lanes, ModelSet};
+use bredon_mcts::SearchConfig;
 use bredon_nn::Compute;
 
 /// Arguments of `bredon tei`.
@@ -49,6 +50,19 @@ pub struct TeiArgs {
     /// opens the engine to the network and gets a warning.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Share of each move's budget for the exact threat-space solver (forced wins by road
+    /// or on the flat count in 3, 5, 7, … plies; moves the opponent punishes that way are
+    /// avoided); 0 turns it off.
+    #[arg(long, default_value_t = bredon_mcts::PLAY_SOLVER_SHARE, value_parser = share)]
+    pub solver_share: f32,
+}
+
+/// A share in [0, 1].
+fn share(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("{s:?} is not a share between 0 and 1")),
+    }
 }
 
 /// Runs the engine until `quit` or the end of stdin, or serves it over WebSocket.
@@ -78,6 +92,7 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
         size: args.size,
         seed: args.seed,
         options: OptionValues { threads, hash_mb: args.hash, ..defaults.options },
+        search: SearchConfig { solver_share: args.solver_share, ..defaults.search },
         ..defaults
     };
     if let Some(addr) = &args.listen {

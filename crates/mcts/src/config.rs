@@ -84,6 +84,16 @@ pub struct SearchConfig {
     pub score_utility: f32,
     /// The margin, in flats, at which the score utility reaches half its weight.
     pub score_scale: f32,
+    /// Share of a search's budget given first to the threat-space solver
+    /// ([`crate::RootSolver`]): exact forced wins by road or on the flat count in 3, 5, 7, …
+    /// plies, played at once when found, and root moves the opponent punishes that way,
+    /// avoided. With a deadline it is this share of the time; with a visit budget,
+    /// `solver_nodes_per_visit` positions per visit at a share of 0.1 (in proportion
+    /// otherwise). 0 turns it off (the default for self-play; [`crate::play_config`] turns
+    /// it on). Needs `tactics`.
+    pub solver_share: f32,
+    /// Solver positions per visit asked for, at a `solver_share` of 0.1 (visit budgets).
+    pub solver_nodes_per_visit: u32,
 }
 
 impl Default for SearchConfig {
@@ -110,6 +120,8 @@ impl Default for SearchConfig {
             threads: 1,
             score_utility: 0.0,
             score_scale: 3.0,
+            solver_share: 0.0,
+            solver_nodes_per_visit: 50,
         }
     }
 }

@@ -18,11 +18,13 @@ pub mod config;
 pub mod evaluator;
 pub mod play;
 pub mod search;
+pub mod solver;
 pub mod time;
 
 pub use baseline::{RolloutEvaluator, UniformEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
-pub use play::{Budget, PlaySearch, Progress, play_config, search_once};
+pub use play::{Budget, PLAY_SOLVER_SHARE, PlaySearch, Progress, play_config, search_once};
 pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl};
+pub use solver::{RootSolution, RootSolver, SolverBudget};
 pub use time::{Clock, TimeManagement, clock_budget, expected_moves_left, move_budget};

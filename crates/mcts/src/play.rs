@@ -12,10 +12,14 @@ use rand::Rng;
 
 use crate::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult};
 
-/// The search settings for play: `bredon_mcts`'s defaults with root noise off.
+/// The search settings for play: `bredon_mcts`'s defaults with root noise off and the
+/// threat-space solver on ([`PLAY_SOLVER_SHARE`] of each move's budget).
 pub fn play_config() -> SearchConfig {
-    SearchConfig { root_noise: false, ..SearchConfig::default() }
+    SearchConfig { root_noise: false, solver_share: PLAY_SOLVER_SHARE, ..SearchConfig::default() }
 }
+
+/// The threat-space solver's share of a play-time search ([`SearchConfig::solver_share`]).
+pub const PLAY_SOLVER_SHARE: f32 = 0.1;
 
 /// How much one play-time search may spend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

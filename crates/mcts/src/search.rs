@@ -2,6 +2,7 @@
 
 use crate::config::{Algorithm, SearchConfig};
 use crate::evaluator::{Evaluation, Evaluator};
+use crate::solver::{RootSolver, SolverBudget};
 use bredon_rules::{Move, Position};
 use rand::Rng;
 use rand_distr::{Distribution, Gamma};
@@ -72,6 +73,14 @@ impl Node {
 /// Playouts of a clock search before it may stop as decided: enough for a rate estimate
 /// and for the leader to be more than the prior's first guess.
 const DECIDED_MIN_PLAYOUTS: u64 = 64;
+
+/// The threat-space solver's most positions in one search, whatever the budget (a search
+/// that runs until stopped gets this many).
+const SOLVER_MAX_NODES: u64 = 2_000_000;
+
+/// The threat-space solver's time in a search with neither a deadline nor a visit budget
+/// (one that runs until stopped).
+const SOLVER_UNTIMED: Duration = Duration::from_millis(500);
 
 /// When a search stops.
 #[derive(Clone, Debug, Default)]
@@ -681,6 +690,8 @@ pub struct Search {
     // Scratch buffers reused across playouts.
     path: Vec<u32>,
     move_buf: Vec<Move>,
+    /// Root moves the threat-space solver proved losing in this search.
+    root_losses: Vec<Move>,
 }
 
 impl Search {
@@ -699,6 +710,7 @@ impl Search {
             seldepth: 0,
             path: Vec::new(),
             move_buf: Vec::new(),
+            root_losses: Vec::new(),
         }
     }
 
@@ -797,7 +809,7 @@ impl Search {
         rng: &mut impl Rng,
         mut on_progress: impl FnMut(&SearchResult),
     ) -> SearchResult {
-        if let Some(r) = self.begin() {
+        if let Some(r) = self.begin(limits) {
             return r;
         }
         if self.config.algorithm == Algorithm::Gumbel {
@@ -850,7 +862,7 @@ impl Search {
         if threads <= 1 || self.config.algorithm == Algorithm::Gumbel {
             return self.run_with(evaluator, limits, rng, on_progress);
         }
-        if let Some(r) = self.begin() {
+        if let Some(r) = self.begin(limits) {
             return r;
         }
         let stopper = Stopper::new(limits);
@@ -880,21 +892,77 @@ impl Search {
     /// Expands the root if it is not, whatever the limits, so that every search returns a
     /// move. Returns the playouts done (0 or 1).
     fn expand_root<E: Evaluator + ?Sized>(&mut self, evaluator: &E) -> u64 {
-        if self.nodes[ROOT as usize].expanded { 0 } else { self.step(evaluator, Descents::FromRoot(1)) as u64 }
+        let playouts =
+            if self.nodes[ROOT as usize].expanded { 0 } else { self.step(evaluator, Descents::FromRoot(1)) as u64 };
+        self.mark_root_losses();
+        playouts
     }
 
     /// What every search does first: a finished game or a root the rules decide (an
-    /// immediate or forced win) is answered without searching.
-    fn begin(&mut self) -> Option<SearchResult> {
+    /// immediate or forced win) is answered without searching; then the threat-space
+    /// solver, where it has a share of the budget, may prove a win (answered at once) or
+    /// root moves that lose (kept for [`Search::mark_root_losses`]).
+    fn begin(&mut self, limits: &SearchLimits) -> Option<SearchResult> {
         self.gumbel_choice = None;
         self.seldepth = 0;
+        self.root_losses.clear();
         if self.root_pos.result().is_some() {
             return Some(self.result(0));
         }
-        if self.config.tactics {
-            return self.root_tactics();
+        if !self.config.tactics {
+            return None;
         }
+        if let Some(r) = self.root_tactics() {
+            return Some(r);
+        }
+        let budget = self.solver_budget(limits)?;
+        let solution = RootSolver::new(budget).solve(&self.root_pos);
+        if !solution.wins.is_empty() {
+            return Some(self.proven_win(&solution.wins, solution.win_plies));
+        }
+        self.root_losses = solution.losing;
+        self.mark_root_losses();
         None
+    }
+
+    /// The threat-space solver's share of a search with `limits`: a share of the time
+    /// to the deadline, or nodes in proportion to the visits asked for, or a fixed cap
+    /// for a search that runs until stopped. `None` when the solver is off.
+    fn solver_budget(&self, limits: &SearchLimits) -> Option<SolverBudget> {
+        let share = self.config.solver_share;
+        if share <= 0.0 {
+            return None;
+        }
+        let mut budget = SolverBudget { nodes: SOLVER_MAX_NODES, stop: limits.stop.clone(), ..SolverBudget::default() };
+        if let Some(deadline) = limits.deadline {
+            let now = Instant::now();
+            budget.deadline = Some(now + deadline.saturating_duration_since(now).mul_f32(share.min(1.0)));
+        }
+        if let Some(visits) = limits.visits {
+            let new = visits.saturating_sub(self.root_visits() as u64);
+            let nodes = (new as f64 * self.config.solver_nodes_per_visit as f64 * share as f64 / 0.1) as u64;
+            budget.nodes = budget.nodes.min(nodes.max(1));
+        } else if limits.deadline.is_none() {
+            // Until stopped (analysis): the tree search reports soon after it starts.
+            budget.deadline = Some(Instant::now() + SOLVER_UNTIMED);
+        }
+        Some(budget)
+    }
+
+    /// Marks the root moves the solver proved losing as proven losses (once the root is
+    /// expanded), so that the search avoids them.
+    fn mark_root_losses(&mut self) {
+        if self.root_losses.is_empty() || !self.nodes[ROOT as usize].expanded {
+            return;
+        }
+        let root = &self.nodes[ROOT as usize];
+        let (first, k) = (root.first_child as usize, root.children as usize);
+        for c in &mut self.nodes[first..first + k] {
+            if self.root_losses.contains(&c.mv) {
+                c.terminal = true;
+                c.proof = Proof::Loss;
+            }
+        }
     }
 
     /// Whether `more` playouts can no longer change the root's most visited move: among
@@ -929,7 +997,13 @@ impl Search {
             wins = self.root_pos.forced_wins_in_three();
             plies = 3;
         }
-        let best = *wins.first()?;
+        (!wins.is_empty()).then(|| self.proven_win(&wins, plies))
+    }
+
+    /// The result for proven winning root moves `wins` (not empty), each with one visit,
+    /// the game ending within `plies`.
+    fn proven_win(&self, wins: &[Move], plies: u32) -> SearchResult {
+        let best = wins[0];
         let root_visits = (self.nodes[ROOT as usize].visits as u64).max(wins.len() as u64 + 1);
         let won = Wdl { win: 1.0, draw: 0.0, loss: 0.0 };
         let root_moves = wins
@@ -945,7 +1019,7 @@ impl Search {
                 pv: vec![mv],
             })
             .collect();
-        Some(SearchResult {
+        SearchResult {
             visits: wins.iter().map(|&m| (m, 1)).collect(),
             value: 1.0,
             best_move: Some(best),
@@ -959,7 +1033,7 @@ impl Search {
             margin: None,
             root_moves,
             seldepth: 0,
-        })
+        }
     }
 
     fn apply_noise(&mut self, rng: &mut impl Rng) {
