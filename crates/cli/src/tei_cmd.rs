@@ -209,4 +209,13 @@ mod tests {
         assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
         assert!(ModelSet::find(&[first.path().join("missing")], Lanes::ONE, &Compute::cpu()).unwrap().is_empty());
     }
+
+    #[test]
+    fn solver_share_is_a_share() {
+        assert_eq!(share("0.25"), Ok(0.25));
+        assert_eq!(share("0"), Ok(0.0));
+        for bad in ["1.5", "-0.1", "x", "NaN"] {
+            assert!(share(bad).unwrap_err().contains("not a share between 0 and 1"), "{bad}");
+        }
+    }
 }
