@@ -920,8 +920,8 @@ impl Search {
         if !solution.wins.is_empty() {
             return Some(self.proven_win(&solution.wins, solution.win_plies));
         }
+        // Marked once the root is expanded (`expand_root`, which every search runs next).
         self.root_losses = solution.losing;
-        self.mark_root_losses();
         None
     }
 

@@ -88,29 +88,18 @@ impl RootSolver {
         if root.result().is_some() || root.is_opening() {
             return out;
         }
-        let me = root.side_to_move();
         let mut pos = root.clone();
-        let moves = ordered_moves(&pos);
-        // Root moves not yet known to lose, with the result of playing them.
-        let mut open: Vec<Move> = Vec::with_capacity(moves.len());
-        for &mv in &moves {
-            let undo = pos.make(mv);
-            match pos.result() {
-                Some(r) if r.winner() == Some(me) => {
-                    // An immediate win: nothing deeper to prove.
-                    pos.unmake(mv, undo);
-                    out.wins = vec![mv];
-                    out.win_plies = 1;
-                    out.nodes = self.nodes;
-                    return out;
-                }
-                Some(r) if r.winner() == Some(me.opposite()) => out.losing.push(mv),
-                Some(_) => {}
-                None if pos.find_immediate_win().is_some() => out.losing.push(mv),
-                None => open.push(mv),
-            }
-            pos.unmake(mv, undo);
+        if let Some(mv) = pos.find_immediate_win() {
+            // An immediate win: nothing deeper to prove.
+            out.wins = vec![mv];
+            out.win_plies = 1;
+            return out;
         }
+        // Root moves not yet known to lose (a move that ends the game in a draw stays
+        // open: nothing after it is a win for anyone).
+        let (losing, mut open): (Vec<Move>, Vec<Move>) =
+            ordered_moves(&pos).into_iter().partition(|&mv| pos.move_loses_at_once(mv));
+        out.losing = losing;
         let mut plies = 3u32;
         loop {
             if self.budget.max_plies > 0 && plies > self.budget.max_plies {
@@ -118,7 +107,7 @@ impl RootSolver {
             }
             self.cut = false;
             // A win in `plies` for the side to move.
-            if let Some(mv) = self.winning_move(&mut pos, plies) {
+            if let Some(mv) = self.winning_move(&mut pos, plies, 0) {
                 out.wins = vec![mv];
                 out.win_plies = plies;
                 break;
@@ -156,18 +145,19 @@ impl RootSolver {
         out
     }
 
-    /// A move of the side to move at `pos` that forces a win within `plies` (≥ 3).
-    fn winning_move(&mut self, pos: &mut Position, plies: u32) -> Option<Move> {
+    /// A threat of the side to move at `pos` that forces a win within `plies` (≥ 3), `ply`
+    /// plies from the root; `None` also when the budget ran out first.
+    fn winning_move(&mut self, pos: &mut Position, plies: u32, ply: usize) -> Option<Move> {
         let me = pos.side_to_move();
         for mv in ordered_moves(pos) {
-            if self.tick() {
-                return None;
-            }
             let undo = pos.make(mv);
-            let wins = self.threat_wins(pos, me, plies, 0);
+            let wins = self.threat_wins(pos, me, plies, ply);
             pos.unmake(mv, undo);
             if wins {
                 return Some(mv);
+            }
+            if self.aborted {
+                return None;
             }
         }
         None
@@ -213,19 +203,9 @@ impl RootSolver {
             self.cut = true;
             return false;
         }
-        let me = pos.side_to_move();
-        let mut found = false;
-        for mv in ordered_moves(pos) {
-            let undo = pos.make(mv);
-            let wins = self.threat_wins(pos, me, plies, ply);
-            pos.unmake(mv, undo);
-            if wins {
-                found = true;
-                break;
-            }
-            if self.aborted {
-                return false;
-            }
+        let found = self.winning_move(pos, plies, ply).is_some();
+        if self.aborted && !found {
+            return false;
         }
         let entry = self.table.entry(key).or_default();
         if found {
