@@ -55,13 +55,27 @@ pub struct TeiArgs {
     /// avoided); 0 turns it off.
     #[arg(long, default_value_t = bredon_mcts::PLAY_SOLVER_SHARE, value_parser = share)]
     pub solver_share: f32,
+    /// Weight of the score utility (KataGo's): the expected final flat margin, komi
+    /// included, added to each move's value in the search (docs/search.md); 0 turns it off.
+    #[arg(long, default_value_t = 0.0, value_parser = weight)]
+    pub score_utility: f32,
 }
 
 /// A share in [0, 1].
 fn share(s: &str) -> Result<f32, String> {
+    number_in(s, 0.0..=1.0, "a share between 0 and 1")
+}
+
+/// A score-utility weight in [0, 2].
+fn weight(s: &str) -> Result<f32, String> {
+    number_in(s, 0.0..=2.0, "a weight between 0 and 2")
+}
+
+/// A number in `range`, or an error that names `s` and what was expected.
+fn number_in(s: &str, range: std::ops::RangeInclusive<f32>, expected: &str) -> Result<f32, String> {
     match s.parse::<f32>() {
-        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
-        _ => Err(format!("{s:?} is not a share between 0 and 1")),
+        Ok(x) if range.contains(&x) => Ok(x),
+        _ => Err(format!("{s:?} is not {expected}")),
     }
 }
 
@@ -92,7 +106,7 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
         size: args.size,
         seed: args.seed,
         options: OptionValues { threads, hash_mb: args.hash, ..defaults.options },
-        search: SearchConfig { solver_share: args.solver_share, ..defaults.search },
+        search: SearchConfig { solver_share: args.solver_share, score_utility: args.score_utility, ..defaults.search },
         ..defaults
     };
     if let Some(addr) = &args.listen {
@@ -216,6 +230,15 @@ mod tests {
         assert_eq!(share("0"), Ok(0.0));
         for bad in ["1.5", "-0.1", "x", "NaN"] {
             assert!(share(bad).unwrap_err().contains("not a share between 0 and 1"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn score_utility_is_a_weight() {
+        assert_eq!(weight("0.2"), Ok(0.2));
+        assert_eq!(weight("2"), Ok(2.0));
+        for bad in ["2.5", "-1", "", "inf"] {
+            assert!(weight(bad).unwrap_err().contains("not a weight between 0 and 2"), "{bad}");
         }
     }
 }

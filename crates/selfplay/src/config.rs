@@ -109,6 +109,13 @@ pub struct SelfPlayConfig {
     pub visits_ramp_generations: u32,
     /// Share of the visit budget at generation 0 when `visits_ramp_generations` is on.
     pub visits_start_fraction: f64,
+    /// Reanalyse (MuZero Reanalyse, as TakZero uses it): this share of each generation's
+    /// game slots re-searches a stored game of the run with the newest network instead of
+    /// playing a new one. Its training positions get fresh policy targets and root values
+    /// (a full search each); moves and results stay the stored game's. 0 = off; below 1.
+    pub reanalyse: f64,
+    /// The stored games reanalysis draws from: the newest this-many of the run.
+    pub reanalyse_games: usize,
 }
 
 impl SelfPlayConfig {
@@ -153,6 +160,8 @@ impl Default for SelfPlayConfig {
             overlap: false,
             visits_ramp_generations: 0,
             visits_start_fraction: 0.25,
+            reanalyse: 0.0,
+            reanalyse_games: 2000,
         }
     }
 }
@@ -402,6 +411,9 @@ impl RunConfig {
         }
         if !(0.0..=1.0).contains(&s.full_search_prob) || !(0.0..=1.0).contains(&s.resign_playthrough) {
             invalid!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
+        }
+        if !(0.0..1.0).contains(&s.reanalyse) {
+            invalid!("selfplay.reanalyse = {} must be in [0, 1): a run needs new games too", s.reanalyse);
         }
         if !(s.visits_start_fraction > 0.0 && s.visits_start_fraction <= 1.0) {
             invalid!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);

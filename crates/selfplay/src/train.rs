@@ -32,7 +32,7 @@ use crate::replay::count_games;
 use crate::rundir::{Generation, InitRecord, RunDir, RunLock, SelfPlayModel, TrainState, layout, read_state_file};
 use crate::tb::TbLogger;
 use crate::window::ReplayWindow;
-use crate::worker::{SelfPlayJob, run_pool};
+use crate::worker::{SelfPlayJob, reanalyse_candidates, run_pool};
 use bredon_nn::LossSum;
 
 /// Called with the new checkpoint's generation once its files are complete, before the
@@ -86,8 +86,9 @@ impl std::fmt::Debug for TrainOptions {
     }
 }
 
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
+/// Whether a summary field is zero (and left out of the JSON line).
+fn is_zero<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
 }
 
 /// One generation's summary (also a line of `logs/generations.jsonl`).
@@ -99,6 +100,10 @@ pub struct GenerationSummary {
     pub step: u64,
     /// Games played in this generation (by this process).
     pub games: usize,
+    /// Stored games reanalysed in this generation instead of new ones (`[selfplay]
+    /// reanalyse`; not counted in `games`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reanalysed: usize,
     /// Training samples those games added.
     pub new_samples: usize,
     /// Replay window size used.
@@ -436,7 +441,7 @@ fn self_play_phase(
         pb.finish_and_clear();
     } else {
         let (player, service) = self_play_service(ctx, learner, generation)?;
-        let job = selfplay_job(cfg, cfg.game.options(), player, generation);
+        let job = selfplay_job(cfg, run, cfg.game.options(), player, generation)?;
         let pb = bar((target - have) as u64, "self-play games", opts.quiet);
         pb.set_prefix(generation.to_string());
         let games = GameSlots { dir: games_dir, count: target - have, first_index: have as u64 };
@@ -608,20 +613,28 @@ fn self_play_service(ctx: &Ctx, learner: &Learner, current: Generation) -> Resul
     Ok((player, SelfPlayService { evaluator, service }))
 }
 
-/// The self-play job of `generation`'s games, played by the weights of `player`.
+/// The self-play job of `generation`'s games, played by the weights of `player`; with
+/// `[selfplay] reanalyse`, the run's stored games it may reanalyse.
 fn selfplay_job(
     cfg: &RunConfig,
+    run: &RunDir,
     options: bredon_rules::GameOptions,
     player: Generation,
     generation: Generation,
-) -> SelfPlayJob {
-    SelfPlayJob {
+) -> Result<SelfPlayJob> {
+    let reanalyse_from = if cfg.selfplay.reanalyse > 0.0 {
+        reanalyse_candidates(&run.games_dir(), cfg.selfplay.reanalyse_games)?
+    } else {
+        Arc::from(Vec::new())
+    };
+    Ok(SelfPlayJob {
         options,
         search: cfg.search.clone(),
         selfplay: selfplay_at(cfg, generation),
         model: player.to_string(),
         seed: cfg.schedule.seed ^ ((generation.number() as u64) << 32),
-    }
+        reanalyse_from,
+    })
 }
 
 /// The self-play settings of `generation`'s games: the config's, with the visit budget
@@ -635,6 +648,7 @@ fn selfplay_at(cfg: &RunConfig, generation: Generation) -> crate::config::SelfPl
 #[derive(Debug, Default)]
 struct PlayStats {
     played: usize,
+    reanalysed: usize,
     white: usize,
     black: usize,
     draws: usize,
@@ -646,6 +660,7 @@ struct PlayStats {
 impl PlayStats {
     fn add(&mut self, o: &PlayStats) {
         self.played += o.played;
+        self.reanalysed += o.reanalysed;
         self.white += o.white;
         self.black += o.black;
         self.draws += o.draws;
@@ -659,6 +674,7 @@ impl PlayStats {
         let n = self.played.max(1) as f64;
         let secs = self.secs.max(1e-9);
         s.games = self.played;
+        s.reanalysed = self.reanalysed;
         s.white_wins = self.white as f64 / n;
         s.black_wins = self.black as f64 / n;
         s.draws = self.draws as f64 / n;
@@ -689,14 +705,19 @@ fn play(
     let started = Instant::now();
     let mut st = PlayStats::default();
     let SelfPlayService { evaluator, service } = service;
-    st.played = run_pool(job, evaluator, &games.dir, games.count, games.first_index, stop, |g| {
+    run_pool(job, evaluator, &games.dir, games.count, games.first_index, stop, |g| {
+        pb.inc(1);
+        if g.reanalysed {
+            st.reanalysed += 1;
+            return;
+        }
+        st.played += 1;
         match g.result.winner() {
             Some(bredon_rules::Color::White) => st.white += 1,
             Some(bredon_rules::Color::Black) => st.black += 1,
             None => st.draws += 1,
         }
         st.plies += g.plies;
-        pb.inc(1);
     })?;
     st.evals = service.evaluations();
     service.shutdown();
@@ -729,7 +750,7 @@ impl Background {
             return Ok(None);
         }
         let (player, service) = self_play_service(ctx, learner, current)?;
-        let job = selfplay_job(cfg, options, player, next);
+        let job = selfplay_job(cfg, run, options, player, next)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let games = GameSlots { dir, count: target - have, first_index: have as u64 };
@@ -791,6 +812,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.skipped_games > 0 {
         evals.push_str(&format!(" | {} damaged games skipped", s.skipped_games));
     }
+    if s.reanalysed > 0 {
+        evals.push_str(&format!(" | {} stored games reanalysed", s.reanalysed));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -824,6 +848,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("selfplay/draw_rate".into(), s.draws),
         ("throughput/evals_per_sec".into(), s.evals_per_sec),
         ("throughput/games_per_hour".into(), s.games_per_hour),
+        ("selfplay/reanalysed_games".into(), s.reanalysed as f64),
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation.number() as f64),
     ];
@@ -891,8 +916,10 @@ pub fn selfplay_only(
         let learner = Learner::load(cfg, &run.checkpoint_dir(player), compute)?;
         let (evaluator, service) = learner
             .start_inference(cfg.selfplay.max_inference_batch, cfg.selfplay.inference_shards(&compute.device))?;
-        let job =
-            SelfPlayJob { seed: cfg.schedule.seed ^ index, ..selfplay_job(cfg, cfg.game.options(), player, latest) };
+        let job = SelfPlayJob {
+            seed: cfg.schedule.seed ^ index,
+            ..selfplay_job(cfg, run, cfg.game.options(), player, latest)?
+        };
         // Play one chunk with this model, then look for a newer one.
         let chunk = cfg.selfplay.concurrent_games.max(1);
         let chunk = games.map_or(chunk, |g| chunk.min(g - played));

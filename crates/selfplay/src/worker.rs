@@ -1,12 +1,14 @@
 //! The self-play worker pool: many games at once, each in its own thread, all sharing one
 //! evaluator (normally the batching inference service, which merges their leaf batches).
+//! A share of the pool's game slots can re-search stored games instead of playing new
+//! ones ([`reanalyse_game`], `[selfplay] reanalyse`).
 
 use crate::error::{Result, RunError};
 use bredon_mcts::{Evaluator, Search, SearchConfig};
-use bredon_rules::{GameOptions, Position};
+use bredon_rules::{GameOptions, Move, Position};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -27,6 +29,9 @@ pub struct SelfPlayJob {
     pub model: String,
     /// Seed; each game derives its own RNG from it and the game's index.
     pub seed: u64,
+    /// Stored games (`.game` files of this run) that slots may reanalyse
+    /// (`[selfplay] reanalyse` of them); empty: every slot plays a new game.
+    pub reanalyse_from: Arc<[PathBuf]>,
 }
 
 /// What a finished game reports to the caller.
@@ -43,7 +48,13 @@ pub struct GameSummary {
     /// In a game where resignation was disabled for measurement: the side that would have
     /// resigned, and whether it went on to win anyway (a false resignation).
     pub false_resignation: Option<bool>,
+    /// A stored game re-searched ([`reanalyse_game`]), not a new one.
+    pub reanalysed: bool,
 }
+
+/// Suffix of the id of a reanalysed record (`<index>-<pid>-reanalysed.game`): such
+/// records are not reanalysed again (their source is).
+pub const REANALYSED_SUFFIX: &str = "-reanalysed";
 
 /// Plays one self-play game.
 pub fn play_game(
@@ -89,15 +100,7 @@ pub fn play_game(
                 again.best_move.ok_or(RunError::NoMove(pos.ply().into()))?
             }
         };
-        let visits = match (&result.improved_policy, full) {
-            (_, false) => Vec::new(),
-            // Gumbel search: the improved policy, stored as weights in millionths (the
-            // record's counts are normalised into the target when samples are built).
-            (Some(pi), true) => {
-                pi.iter().map(|&(m, p)| (m.0, (p * 1e6).round() as u32)).filter(|&(_, w)| w > 0).collect()
-            }
-            (None, true) => result.visits.iter().map(|&(m, v)| (m.0, v)).collect(),
-        };
+        let visits = if full { policy_target(&result) } else { Vec::new() };
         plies.push(PlyRecord { mv: mv.0, visits, root_value: value });
         pos.play(mv)?;
         search.advance(mv);
@@ -119,6 +122,7 @@ pub fn play_game(
             (None, Some(c)) => Some(result.winner() == Some(c)),
             _ => None,
         },
+        reanalysed: false,
     };
     let record = GameRecord {
         size: job.options.size as u8,
@@ -128,6 +132,103 @@ pub fn play_game(
         result,
     };
     Ok(Some((record, summary)))
+}
+
+/// The policy target of a full search as a record stores it: the root's visit counts, or
+/// with Gumbel search the improved policy as weights in millionths (the record's counts
+/// are normalised into the target when samples are built).
+fn policy_target(result: &bredon_mcts::SearchResult) -> Vec<(u16, u32)> {
+    match &result.improved_policy {
+        Some(pi) => pi.iter().map(|&(m, p)| (m.0, (p * 1e6).round() as u32)).filter(|&(_, w)| w > 0).collect(),
+        None => result.visits.iter().map(|&(m, v)| (m.0, v)).collect(),
+    }
+}
+
+/// Reanalyses a stored game (MuZero Reanalyse, as TakZero uses it): replays its moves and
+/// searches again, with the job's network and a full search (`[selfplay] visits`, root
+/// noise on), every position that was a training sample, so that old positions get the
+/// newest network's policy and root value as targets. The moves, the result (the value
+/// target) and so the auxiliary targets stay the source's. The record returned is named
+/// after the job's model. `None` if `stop` was set.
+pub fn reanalyse_game(
+    job: &SelfPlayJob,
+    evaluator: &dyn Evaluator,
+    source: &GameRecord,
+    game_index: u64,
+    stop: &AtomicBool,
+) -> Result<Option<(GameRecord, GameSummary)>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EA1);
+    let mut pos = Position::with_options(source.options())?;
+    let mut search = Search::new(pos.clone(), job.search.clone());
+    search.set_root_noise(true);
+    let mut plies = Vec::with_capacity(source.plies.len());
+    for ply in &source.plies {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let was_sample = ply.visits.iter().any(|&(_, v)| v > 0);
+        let (visits, root_value) = if was_sample && pos.result().is_none() {
+            let result = search.run(evaluator, job.selfplay.visits.max(1) as u64, &mut rng);
+            (policy_target(&result), result.value)
+        } else {
+            (Vec::new(), ply.root_value)
+        };
+        plies.push(PlyRecord { mv: ply.mv, visits, root_value });
+        pos.play(Move(ply.mv))?;
+        search.advance(Move(ply.mv));
+    }
+    let record = GameRecord { model: job.model.clone(), plies, ..source.clone() };
+    let summary = GameSummary {
+        plies: record.plies.len(),
+        samples: record.sample_count(),
+        result: record.result,
+        resigned: false,
+        false_resignation: None,
+        reanalysed: true,
+    };
+    Ok(Some((record, summary)))
+}
+
+/// The stored game slot `game_index` reanalyses, if any: with probability `[selfplay]
+/// reanalyse`, one of `job.reanalyse_from` drawn at random (by the slot's own RNG, so a
+/// resumed generation draws the same).
+fn reanalyse_source(job: &SelfPlayJob, game_index: u64) -> Option<&Path> {
+    let share = job.selfplay.reanalyse.clamp(0.0, 1.0);
+    if share == 0.0 || job.reanalyse_from.is_empty() {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    rng.random_bool(share).then(|| job.reanalyse_from[rng.random_range(0..job.reanalyse_from.len())].as_path())
+}
+
+/// Plays (or reanalyses, [`reanalyse_source`]) the game of slot `index`. A source that
+/// cannot be read, or is of another board size or komi, gives way to a new game (with a
+/// warning): it is old data, and the slot is still filled.
+fn fill_slot(
+    job: &SelfPlayJob,
+    evaluator: &dyn Evaluator,
+    index: u64,
+    stop: &AtomicBool,
+) -> Result<Option<(GameRecord, GameSummary)>> {
+    if let Some(path) = reanalyse_source(job, index) {
+        match GameRecord::load(path) {
+            Ok((source, _, _)) if source.options() == job.options => {
+                return reanalyse_game(job, evaluator, &source, index, stop);
+            }
+            Ok(_) => eprintln!("warning: not reanalysing {} (another size or komi)", path.display()),
+            Err(e) => eprintln!("warning: not reanalysing a damaged record: {}", bredon_storage::error_chain(&e)),
+        }
+    }
+    play_game(job, evaluator, index, stop)
+}
+
+/// The stored games of `games_dir` that reanalysis may draw from: the newest `newest`
+/// records (by model directory, then name) that are not reanalysed records themselves.
+pub fn reanalyse_candidates(games_dir: &Path, newest: usize) -> Result<Arc<[PathBuf]>> {
+    let mut files = crate::replay::list_game_files(games_dir)?;
+    files.retain(|p| !p.file_stem().is_some_and(|s| s.to_string_lossy().ends_with(REANALYSED_SUFFIX)));
+    let skip = files.len().saturating_sub(newest);
+    Ok(files.drain(skip..).collect())
 }
 
 /// Plays `games` games on `threads` threads, storing each finished game in `games_dir`
@@ -159,9 +260,10 @@ pub fn run_pool(
                         break;
                     }
                     let index = first_index + i as u64;
-                    match play_game(job, evaluator.as_ref(), index, stop) {
+                    match fill_slot(job, evaluator.as_ref(), index, stop) {
                         Ok(Some((record, summary))) => {
-                            let id = format!("{index:08}-{}", std::process::id());
+                            let suffix = if summary.reanalysed { REANALYSED_SUFFIX } else { "" };
+                            let id = format!("{index:08}-{}{suffix}", std::process::id());
                             let stored = store_game(games_dir, &record, &id).map(|_| summary);
                             if tx.send(stored).is_err() {
                                 break;
@@ -185,4 +287,107 @@ pub fn run_pool(
         Ok(())
     })?;
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bredon_mcts::UniformEvaluator;
+
+    /// A 4x4 job: PUCT with `visits` visits per full search, half the moves searched fully.
+    fn job(visits: u32, reanalyse: f64, reanalyse_from: Vec<PathBuf>) -> SelfPlayJob {
+        SelfPlayJob {
+            options: GameOptions::new(4),
+            search: SearchConfig::default(),
+            selfplay: SelfPlayConfig {
+                visits,
+                fast_visits: 2,
+                full_search_prob: 0.5,
+                max_plies: 60,
+                concurrent_games: 2,
+                reanalyse,
+                ..SelfPlayConfig::default()
+            },
+            model: format!("v{visits}"),
+            seed: 11,
+            reanalyse_from: reanalyse_from.into(),
+        }
+    }
+
+    fn visit_sum(p: &PlyRecord) -> u32 {
+        p.visits.iter().map(|&(_, v)| v).sum()
+    }
+
+    #[test]
+    fn a_reanalysed_game_keeps_the_moves_and_result_and_searches_its_samples_again() {
+        let stop = AtomicBool::new(false);
+        let (source, _) = play_game(&job(4, 0.0, vec![]), &UniformEvaluator, 3, &stop).unwrap().unwrap();
+        assert!(
+            source.sample_count() > 0 && source.sample_count() < source.plies.len(),
+            "a mix of full and fast searches"
+        );
+        let again = job(64, 0.0, vec![]);
+        let (record, summary) = reanalyse_game(&again, &UniformEvaluator, &source, 3, &stop).unwrap().unwrap();
+        assert!(summary.reanalysed);
+        assert_eq!(record.model, "v64");
+        assert_eq!((record.size, record.half_komi, record.result), (source.size, source.half_komi, source.result));
+        assert_eq!(summary.samples, source.sample_count());
+        let mut pos = Position::with_options(source.options()).unwrap();
+        for (old, new) in source.plies.iter().zip(&record.plies) {
+            assert_eq!(old.mv, new.mv);
+            // The samples (and only they) are searched again, with the new budget; every
+            // move of a target is legal there.
+            assert_eq!(old.visits.is_empty(), new.visits.is_empty());
+            if !new.visits.is_empty() {
+                assert!(visit_sum(old) < 32 && visit_sum(new) >= 32, "{} -> {}", visit_sum(old), visit_sum(new));
+                assert!(new.visits.iter().all(|&(m, _)| pos.is_legal(Move(m))));
+            } else {
+                assert_eq!(old.root_value, new.root_value);
+            }
+            pos.play(Move(old.mv)).unwrap();
+        }
+        assert_eq!(record.samples().unwrap().len(), source.sample_count());
+        // Stopped: nothing.
+        stop.store(true, Ordering::Relaxed);
+        assert!(reanalyse_game(&again, &UniformEvaluator, &source, 3, &stop).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_pool_reanalyses_a_share_of_its_slots_from_the_stored_games() {
+        let stop = AtomicBool::new(false);
+        let games = tempfile::tempdir().unwrap();
+        let (old, new) = (games.path().join("gen-0000"), games.path().join("gen-0001"));
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::create_dir_all(&new).unwrap();
+        let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
+        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator.clone(), &old, 6, 0, &stop, |_| {}).unwrap(), 6);
+        // The newest 4 stored games are the candidates.
+        let sources = reanalyse_candidates(games.path(), 4).unwrap();
+        assert_eq!(sources[..], crate::replay::list_game_files(games.path()).unwrap()[2..]);
+        let job = job(16, 0.5, sources.to_vec());
+        let mut reanalysed = 0;
+        let stored =
+            run_pool(&job, evaluator, &new, 16, 0, &stop, |g| reanalysed += usize::from(g.reanalysed)).unwrap();
+        assert_eq!(stored, 16);
+        assert!((3..=13).contains(&reanalysed), "about half of 16 slots: {reanalysed}");
+        // The slot's draw is its own: the same index, the same source.
+        for i in 0..16 {
+            assert_eq!(reanalyse_source(&job, i), reanalyse_source(&job, i));
+        }
+        let files: Vec<PathBuf> = std::fs::read_dir(&new).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(files.iter().filter(|p| p.extension().is_some_and(|e| e == "game")).count(), 16);
+        let named: Vec<_> = files.iter().filter(|p| p.to_string_lossy().ends_with("-reanalysed.game")).collect();
+        assert_eq!(named.len(), reanalysed);
+        for path in &named {
+            let (record, samples, _) = GameRecord::load(path).unwrap();
+            assert_eq!(record.model, "v16");
+            let moves = |r: &GameRecord| r.plies.iter().map(|p| p.mv).collect::<Vec<_>>();
+            assert!(sources.iter().any(|s| moves(&GameRecord::load(s).unwrap().0) == moves(&record)));
+            assert!(!samples.is_empty());
+        }
+        // Reanalysed records are not candidates themselves.
+        let all = reanalyse_candidates(games.path(), 1000).unwrap();
+        assert_eq!(all.len(), 6 + 16 - reanalysed);
+        assert!(all.iter().all(|p| !p.to_string_lossy().contains(REANALYSED_SUFFIX)));
+    }
 }
