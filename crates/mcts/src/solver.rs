@@ -26,7 +26,8 @@ use std::time::Instant;
 /// What the solver may spend.
 #[derive(Clone, Debug, Default)]
 pub struct SolverBudget {
-    /// At most this many positions visited.
+    /// At most this many positions visited (every move tried counts, the attacker's
+    /// candidate threats as much as the defender's replies).
     pub nodes: u64,
     /// Stop at this time.
     pub deadline: Option<Instant>,
@@ -60,6 +61,11 @@ struct Entry {
     /// The search found no forced win within this many plies (threat moves only).
     none_within: u8,
 }
+
+/// Positions between two looks at the clock and the stop flag. A position costs a move
+/// made and a threat test: a few microseconds, up to about 20 where tall stacks spread
+/// many ways, so the deadline is kept to well under a millisecond.
+const CLOCK_EVERY: u64 = 32;
 
 /// The threat-space search at one root.
 pub struct RootSolver {
@@ -150,6 +156,11 @@ impl RootSolver {
     fn winning_move(&mut self, pos: &mut Position, plies: u32, ply: usize) -> Option<Move> {
         let me = pos.side_to_move();
         for mv in ordered_moves(pos) {
+            // Every candidate counts: most are not threats, but each costs a threat test
+            // (slow where tall stacks spread many ways).
+            if self.tick() {
+                return None;
+            }
             let undo = pos.make(mv);
             let wins = self.threat_wins(pos, me, plies, ply);
             pos.unmake(mv, undo);
@@ -171,7 +182,7 @@ impl RootSolver {
         }
         if self.nodes >= self.budget.nodes {
             self.aborted = true;
-        } else if self.nodes.is_multiple_of(256) {
+        } else if self.nodes.is_multiple_of(CLOCK_EVERY) {
             let late = self.budget.deadline.is_some_and(|d| Instant::now() >= d);
             let stopped = self.budget.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
             self.aborted = late || stopped;

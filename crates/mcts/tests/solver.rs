@@ -119,6 +119,40 @@ fn the_budget_is_kept() {
     }
 }
 
+/// A position of Bredon's own (white to move, ply 85 of a 6x6 komi-2 game against Tiltak,
+/// 2026-11-28): tall stacks everywhere, so every threat test (can the mover win at once,
+/// by a spread's road or on the flat count, white having two stones left) is slow.
+const TALL_STACKS: &str =
+    "112112,2,x2,12S,1/12,1,2S,1,2,1/112,2S,111,2212S,1,2/x2,221C,2,212C,2/21S,1121S,x,2,2,1/1,x,2112,1,1,2 1 43";
+
+/// The deadline holds where positions are slow to search: the solver once looked at the
+/// clock only every 256 defender positions, while each attacker position tried every move
+/// as a threat in between (about 1.3 ms a position on `TALL_STACKS`), so there a 20 ms
+/// share took 300–450 ms and `bredon tei` lost that game on time. The slack below is
+/// generous (a loaded machine), far under what the old solver overran by (343 ms).
+#[test]
+fn the_deadline_is_kept_where_positions_are_slow_to_search() {
+    use std::time::{Duration, Instant};
+    let Some(mut positions) = endgame_positions(40) else { return };
+    positions.sort_by_key(|p| std::cmp::Reverse(p.legal_moves().len()));
+    positions.truncate(12);
+    let tall = bredon_rules::notation::parse_tps(TALL_STACKS).unwrap();
+    positions.push(tall);
+    let share = Duration::from_millis(10);
+    for pos in &positions {
+        let start = Instant::now();
+        let budget = SolverBudget { nodes: u64::MAX, deadline: Some(start + share), ..SolverBudget::default() };
+        let sol = RootSolver::new(budget).solve(pos);
+        let took = start.elapsed();
+        assert!(
+            took < share + Duration::from_millis(60),
+            "{took:?} for a {share:?} deadline ({} positions) at {}",
+            sol.nodes,
+            write_tps(pos)
+        );
+    }
+}
+
 #[test]
 fn play_search_plays_the_solvers_wins_and_self_play_search_is_unchanged() {
     use bredon_mcts::{Budget, Outcome, SearchConfig, UniformEvaluator, play_config, search_once};
