@@ -121,6 +121,13 @@ pub struct PlyRecord {
     pub root_value: f32,
 }
 
+impl PlyRecord {
+    /// Whether the ply is a training sample: it has visit counts, not all zero.
+    pub fn is_sample(&self) -> bool {
+        self.visits.iter().any(|&(_, v)| v > 0)
+    }
+}
+
 /// A finished self-play game.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GameRecord {
@@ -183,8 +190,7 @@ impl GameRecord {
     /// Number of training samples (plies with visit counts, not all zero), the length of
     /// [`GameRecord::samples`].
     pub fn sample_count(&self) -> usize {
-        // As `samples`: a ply whose counts are all zero is no sample.
-        self.plies.iter().filter(|p| p.visits.iter().any(|&(_, v)| v > 0)).count()
+        self.plies.iter().filter(|p| p.is_sample()).count()
     }
 
     /// Replays the game and returns its training samples.
@@ -197,7 +203,7 @@ impl GameRecord {
             .map(|ply| {
                 // Summed wide: a record's counts are not trusted to fit a u32 together.
                 let total: u64 = ply.visits.iter().map(|&(_, v)| u64::from(v)).sum();
-                (total > 0).then(|| ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect())
+                ply.is_sample().then(|| ply.visits.iter().map(|&(m, v)| (Move(m), v as f32 / total as f32)).collect())
             })
             .collect();
         let mut out = Vec::with_capacity(self.plies.len());

@@ -166,8 +166,7 @@ pub fn reanalyse_game(
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let was_sample = ply.visits.iter().any(|&(_, v)| v > 0);
-        let (visits, root_value) = if was_sample && pos.result().is_none() {
+        let (visits, root_value) = if ply.is_sample() && pos.result().is_none() {
             let result = search.run(evaluator, job.selfplay.visits.max(1) as u64, &mut rng);
             (policy_target(&result), result.value)
         } else {
@@ -177,7 +176,13 @@ pub fn reanalyse_game(
         pos.play(Move(ply.mv))?;
         search.advance(Move(ply.mv));
     }
-    let record = GameRecord { model: job.model.clone(), plies, ..source.clone() };
+    let record = GameRecord {
+        size: source.size,
+        half_komi: source.half_komi,
+        model: job.model.clone(),
+        plies,
+        result: source.result,
+    };
     let summary = GameSummary {
         plies: record.plies.len(),
         samples: record.sample_count(),
