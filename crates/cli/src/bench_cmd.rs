@@ -82,6 +82,10 @@ pub struct NnArgs {
     /// comparisons with other runtimes (`scripts/bench-onnxruntime.py`).
     #[arg(long)]
     pub onnx: Option<PathBuf>,
+    /// Also compare every head of the network on `--device` with the CPU's, on 256 of the
+    /// positions: the largest difference per head (the wgpu tests' bound is 1e-3).
+    #[arg(long)]
+    pub compare_cpu: bool,
 }
 
 /// Arguments of `bredon bench selfplay`.
@@ -90,9 +94,18 @@ pub struct SelfPlayArgs {
     /// The run config whose game, net, search and self-play settings are used.
     #[arg(long, default_value = "configs/4x4.toml")]
     pub config: PathBuf,
-    /// Games to play (a fresh network; the games go to a temporary directory).
+    /// Games to play (the games go to a temporary directory).
     #[arg(long, default_value_t = 64)]
     pub games: usize,
+    /// Play with this model (a `bredon export` file whose network the config's `[net]`
+    /// describes, or can grow from as `--init-from` does) instead of a fresh network:
+    /// a trained network's games and numbers differ from a random one's.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Stop the games after this many seconds (the games not finished are dropped, so
+    /// games/h then counts finished games only; evaluations/s counts every one).
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
     /// Seconds for the raw forward measurement.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
@@ -225,9 +238,11 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         print!(" {:>10}", "fast/burn");
     }
     println!("    (positions/s; fast kernels on the CPU: {isa}; burn on {})", compute.choice);
-    for (model, meta) in models {
+    let most = args.batches.iter().copied().max().unwrap_or(1).max(1024);
+    let mut breakdown = Vec::new();
+    for (model, meta) in &models {
         let size = meta.size;
-        let positions = sample_positions(size, 1024, size as u64);
+        let positions = sample_positions(size, most, size as u64);
         let engines: Vec<Engine> = kinds.iter().map(|&k| Engine::new(model.clone(), size, k)).collect();
         for &batch in &args.batches {
             print!("{:<6} {:<18} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
@@ -239,9 +254,81 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
                 print!(" {:>9.2}x", rates[0] / rates[1]);
             }
             println!();
+            if kinds.contains(&InferenceKind::Burn) {
+                breakdown.push((size, meta.net.name(), batch, pass_times(model, &positions, batch, args.seconds)?));
+            }
+        }
+    }
+    if !breakdown.is_empty() {
+        println!(
+            "# burn on {}, one pass phase by phase (the device synchronised after each; ms per pass):",
+            compute.choice
+        );
+        println!(
+            "{:<6} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
+            "size", "net", "batch", "encode", "upload", "kernels", "readback", "convert", "total", "positions/s"
+        );
+        let ms = |d: std::time::Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+        for (size, net, batch, t) in breakdown {
+            let rate = batch as f64 / t.total().as_secs_f64().max(1e-9);
+            println!(
+                "{:<6} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12.0}",
+                format!("{size}x{size}"),
+                net,
+                batch,
+                ms(t.encode),
+                ms(t.upload),
+                ms(t.kernels),
+                ms(t.readback),
+                ms(t.convert),
+                ms(t.total()),
+                rate
+            );
+        }
+    }
+    if args.compare_cpu {
+        let cpu = bredon_nn::device::cpu();
+        println!(
+            "# every head on {} against the CPU (largest |a - b| / max(|a|, 1) over 256 positions):",
+            compute.choice
+        );
+        for (model, meta) in &models {
+            let positions = sample_positions(meta.size, 256, 17);
+            let refs: Vec<&Position> = positions.iter().collect();
+            let diffs = bredon_nn::compare_devices(model, &cpu, &refs, meta.size)?;
+            let worst = diffs.iter().map(|d| d.max_difference).fold(0.0f32, f32::max);
+            print!("{}x{} {}:", meta.size, meta.size, meta.net.name());
+            for d in &diffs {
+                print!(" {} {:.1e}{}", d.head, d.max_difference, if d.near_zero { " (all near zero)" } else { "" });
+            }
+            println!(" -> {}", if worst <= 1e-3 { "within 1e-3" } else { "ABOVE 1e-3" });
         }
     }
     Ok(())
+}
+
+/// The mean phase times of burn's forward pass of `model` at `batch`, over about
+/// `seconds` (at least three passes after a warm-up).
+fn pass_times(model: &TakNet, positions: &[Position], batch: usize, seconds: f64) -> Result<bredon_nn::PassTimes> {
+    let refs: Vec<&Position> = positions.iter().collect();
+    let legal: Vec<Vec<bredon_rules::Move>> = positions.iter().map(|p| p.legal_moves()).collect();
+    let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
+    let batch = batch.max(1).min(refs.len());
+    let size = positions[0].size();
+    let pass = |i: usize| {
+        let lo = (i * batch) % (refs.len() - batch + 1);
+        bredon_nn::inference::forward_timed(model, &refs[lo..lo + batch], &legal[lo..lo + batch], size)
+            .map(|(_, t)| t)
+            .map_err(|e| anyhow::anyhow!("the device failed: {e}"))
+    };
+    pass(0)?;
+    let start = Instant::now();
+    let (mut sum, mut n) = (bredon_nn::PassTimes::default(), 0u32);
+    while n < 3 || start.elapsed().as_secs_f64() < seconds / 2.0 {
+        sum += pass(n as usize + 1)?;
+        n += 1;
+    }
+    Ok(sum.per(n))
 }
 
 fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<InferenceKind>) -> Result<()> {
@@ -249,7 +336,12 @@ fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<Infe
     if let Some(k) = inference {
         cfg.selfplay.inference = k;
     }
-    let learner = Learner::new(&cfg, cfg.schedule.seed, compute)?;
+    let learner = match &args.model {
+        Some(path) => {
+            Learner::from_model_file(&cfg, path, compute).with_context(|| format!("loading {}", path.display()))?.0
+        }
+        None => Learner::new(&cfg, cfg.schedule.seed, compute)?,
+    };
     let settings = if args.inference_threads.is_empty() {
         vec![cfg.selfplay.inference_threads]
     } else {
@@ -275,12 +367,23 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
         reanalyse_from: Arc::from(Vec::new()),
     };
     let stop = Arc::new(AtomicBool::new(false));
+    if let Some(limit) = args.max_seconds {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs_f64(limit.max(0.0)));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
     let start = Instant::now();
     let mut plies = 0usize;
     let games = run_pool(&job, evaluator, dir.path(), args.games, 0, &stop, |g| plies += g.plies)?;
     let secs = start.elapsed().as_secs_f64();
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("(stopped after {secs:.0} s by --max-seconds: games/h counts the {games} finished games only)");
+    }
     let evals = service.evaluations();
     let batches = service.batches().max(1);
+    let times = service.times();
     service.shutdown();
     let avg_batch = evals as f64 / batches as f64;
     let size = cfg.game.size;
@@ -297,7 +400,30 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
     println!("  {evals} evaluations in {batches} batches (average batch {avg_batch:.1}): {sp_rate:.0} evals/s");
     println!("  raw forward at batch {:.0}: {raw:.0} positions/s", avg_batch.round());
     println!("  self-play reaches {:.0}% of the raw forward throughput", 100.0 * sp_rate / raw);
+    print_service_times(&times, shards, secs);
     Ok(())
+}
+
+/// Where the inference service's time went, per pass and per request (no waits added).
+fn print_service_times(t: &bredon_nn::ServiceTimes, shards: usize, secs: f64) {
+    let per = |d: std::time::Duration, n: u64| format!("{:.3} ms", d.as_secs_f64() * 1e3 / n.max(1) as f64);
+    let busy = (t.encode + t.forward + t.readback).as_secs_f64() / (secs * shards as f64).max(1e-9);
+    println!(
+        "  per pass: gathering {}, encode {}, forward {} (burn: upload and launch), readback {} (burn: waiting for the device and reading), replies {}",
+        per(t.gather, t.batches),
+        per(t.encode, t.batches),
+        per(t.forward, t.batches),
+        per(t.readback, t.batches),
+        per(t.reply, t.batches),
+    );
+    println!(
+        "  per request ({} requests, {:.1} positions each): round trip {}, convert {} on the search thread; the inference thread(s) ran passes {:.0}% of the time",
+        t.requests,
+        t.positions as f64 / t.requests.max(1) as f64,
+        per(t.round_trip, t.requests),
+        per(t.convert, t.requests),
+        100.0 * busy
+    );
 }
 
 /// Arguments of `bredon bench train`.
@@ -326,6 +452,11 @@ pub struct TrainArgs {
     /// Seconds to measure (after one warm-up step).
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
+    /// First train a copy of the same weights on the CPU for three steps of the same
+    /// batches beside `--device`, and print both steps' losses (the wgpu tests' bound:
+    /// within 1e-3, relative for the policy).
+    #[arg(long)]
+    pub compare_cpu: bool,
 }
 
 fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
@@ -347,9 +478,9 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
             let (model, meta) =
                 bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
             net = meta.net;
-            Trainer::from_model_on(&net, model, settings, &compute.device)?
+            Trainer::from_model_on(&net, model, settings.clone(), &compute.device)?
         }
-        None => Trainer::new_on(&net, settings, 1, &compute.device)?,
+        None => Trainer::new_on(&net, settings.clone(), 1, &compute.device)?,
     };
     let size = net.size;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -369,6 +500,31 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
         .collect();
     let batch = args.batch.max(1);
     let lr = 1e-3;
+    if args.compare_cpu {
+        let mut cpu = Trainer::from_model_on(&net, trainer.model(), settings.clone(), &bredon_nn::device::cpu())?;
+        let mut device = Trainer::from_model_on(&net, trainer.model(), settings, &compute.device)?;
+        println!(
+            "# three steps of the same batches on {} and on the CPU (losses: policy, value, total)",
+            compute.choice
+        );
+        for step in 0..3 {
+            let lo = (step * batch) % (examples.len() - batch + 1);
+            let (a, b) = (cpu.step(&examples[lo..lo + batch], lr)?, device.step(&examples[lo..lo + batch], lr)?);
+            let agree =
+                (a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0) && (a.value - b.value).abs() < 1e-3;
+            println!(
+                "step {step}: cpu {:.5} {:.5} {:.5} | {} {:.5} {:.5} {:.5} -> {}",
+                a.policy,
+                a.value,
+                a.total,
+                compute.choice,
+                b.policy,
+                b.value,
+                b.total,
+                if agree { "within 1e-3" } else { "ABOVE 1e-3" }
+            );
+        }
+    }
     trainer.step(&examples[..batch], lr)?;
     let start = Instant::now();
     let (mut samples, mut i) = (0usize, 0usize);

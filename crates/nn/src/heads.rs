@@ -126,6 +126,62 @@ impl Heads {
     }
 }
 
+/// How far one head of a network on one device is from the same head on another
+/// ([`compare_devices`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadDifference {
+    /// The head: `policy`, `value`, `wdl` (logits), `flat_margin`, `ownership` or
+    /// `opponent_policy`.
+    pub head: &'static str,
+    /// The largest difference over the head's outputs, relative where an output is above
+    /// one in size: `|a − b| / max(|a|, 1)`.
+    pub max_difference: f32,
+    /// Whether every output of the head is near zero (`|a| ≤ 1e-3`) on the first device,
+    /// where agreement would prove nothing.
+    pub near_zero: bool,
+}
+
+/// Every head of `model` (on its device) against the same weights moved to `other`, on
+/// `positions` of `size`: the check that a backend computes the network as the CPU does
+/// (`bredon bench nn --compare-cpu`, the wgpu tests). Heads the network lacks are left out.
+pub fn compare_devices(
+    model: &TakNet,
+    other: &burn::prelude::Device,
+    positions: &[&Position],
+    size: usize,
+) -> Result<Vec<HeadDifference>, HeadsError> {
+    if let Some(p) = positions.iter().find(|p| p.size() != size) {
+        return Err(HeadsError::WrongSize { expected: size, found: p.size() });
+    }
+    let moved = model.clone().to_device(other);
+    let outputs = |net: &TakNet| {
+        let x = encode_batch(positions.iter().copied(), net.input_version(), size, &net.device());
+        let o = net.forward_all(x, Outputs::All);
+        let floats = |t: burn::prelude::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32");
+        [
+            ("policy", Some(floats(o.policy))),
+            ("value", Some(floats(o.value))),
+            ("wdl", o.wdl.map(floats)),
+            ("flat_margin", o.flat_margin.map(floats)),
+            ("ownership", o.ownership.map(floats)),
+            ("opponent_policy", o.opponent_policy.map(floats)),
+        ]
+    };
+    Ok(outputs(model)
+        .into_iter()
+        .zip(outputs(&moved))
+        .filter_map(|((head, a), (_, b))| {
+            let (a, b) = (a?, b?);
+            let max_difference = if a.len() == b.len() {
+                a.iter().zip(&b).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max)
+            } else {
+                f32::INFINITY
+            };
+            Some(HeadDifference { head, max_difference, near_zero: a.iter().all(|p| p.abs() <= 1e-3) })
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +248,24 @@ mod tests {
         let white = v.ownership_for(Color::White, black_walls.side_to_move()).unwrap();
         let black_squares = walled.filter(|&sq| white[sq] < 0.0).count();
         assert!(black_squares >= 12, "black owns {black_squares} of 15 walled squares: {white:?}");
+    }
+
+    #[test]
+    fn a_network_compared_with_itself_on_the_cpu_differs_nowhere() {
+        let (net, meta) = load_exported(&shipped("5x5.bredon")).unwrap();
+        let start = Position::new(5).unwrap();
+        let mid = parse_tps("x5/x2,2,x2/x,1,1C,2,x/x2,1,x2/x5 2 4").unwrap();
+        let diffs = compare_devices(&net, &net.device(), &[&start, &mid], meta.size).unwrap();
+        let heads: Vec<&str> = diffs.iter().map(|d| d.head).collect();
+        assert_eq!(heads, ["policy", "value", "wdl", "flat_margin", "ownership", "opponent_policy"]);
+        assert!(diffs.iter().all(|d| d.max_difference == 0.0 && !d.near_zero), "{diffs:?}");
+        // Without the auxiliary and WDL heads only policy and value are compared.
+        let (old, _) = load_exported(&shipped("4x4-v1.bredon")).unwrap();
+        let four = Position::new(4).unwrap();
+        let diffs = compare_devices(&old, &old.device(), &[&four], 4).unwrap();
+        assert_eq!(diffs.iter().map(|d| d.head).collect::<Vec<_>>(), ["policy", "value"]);
+        let e = compare_devices(&old, &old.device(), &[&start], 4).unwrap_err();
+        assert_eq!(e, HeadsError::WrongSize { expected: 4, found: 5 });
     }
 
     #[test]

@@ -6,14 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use burn::prelude::Device;
+use burn::prelude::{Device, Tensor};
+use burn::tensor::{ExecutionError, Transaction};
 
 use crate::fast::{FastNet, Scalars};
 use crate::model::{Outputs, TakNet};
 use crate::policy::{masked_softmax, policy_size};
-use crate::train::encode_batch;
+use crate::train::{encode_batch, encode_planes};
 
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
 /// default), `burn` (the training framework's own forward pass, on the model's device),
@@ -105,9 +106,20 @@ impl Engine {
 
     /// Policy logits (all outputs, per position) and values of `positions`.
     pub fn forward(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
+        self.forward_phased(positions, &mut ServicePhases::default())
+    }
+
+    /// [`Engine::forward`], adding the time of its phases to `phases` (the fast path's
+    /// whole pass counts as `forward`: it encodes as it goes and has nothing to read back).
+    fn forward_phased(&self, positions: &[&Position], phases: &mut ServicePhases) -> (Vec<f32>, Vec<f32>) {
         match self {
-            Engine::Burn(model, size) => forward_raw(model, positions, *size),
-            Engine::Fast(f) => f.forward(positions),
+            Engine::Burn(model, size) => forward_raw_phased(model, positions, *size, phases),
+            Engine::Fast(f) => {
+                let clock = Instant::now();
+                let out = f.forward(positions);
+                phases.forward += clock.elapsed();
+                out
+            }
         }
     }
 
@@ -164,12 +176,114 @@ pub struct Forward {
 
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
 pub fn forward_raw(model: &TakNet, positions: &[&Position], size: usize) -> (Vec<f32>, Vec<f32>) {
+    forward_raw_phased(model, positions, size, &mut ServicePhases::default())
+}
+
+/// [`forward_raw`], adding the time of its phases to `phases` (no waits added: on a GPU
+/// the launch returns before the kernels finish, and the read waits for them).
+fn forward_raw_phased(
+    model: &TakNet,
+    positions: &[&Position],
+    size: usize,
+    phases: &mut ServicePhases,
+) -> (Vec<f32>, Vec<f32>) {
+    let clock = Instant::now();
+    let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
+    phases.encode += clock.elapsed();
+    let clock = Instant::now();
+    let (logits, values) = model.forward(Tensor::from_data(planes, &model.device()));
+    phases.forward += clock.elapsed();
+    let clock = Instant::now();
+    let out = read_back(logits, values).expect("reading the network's outputs from the device");
+    phases.readback += clock.elapsed();
+    out
+}
+
+/// Policy logits and values back to the host, in one read (one wait for the device).
+fn read_back(logits: Tensor<2>, values: Tensor<2>) -> Result<(Vec<f32>, Vec<f32>), ExecutionError> {
+    let mut data = Transaction::default().register(logits).register(values).try_execute()?.into_iter();
+    let mut floats = || data.next().map(|d| d.try_into_vec::<f32>().expect("f32 outputs"));
+    let (logits, values) = (floats(), floats());
+    Ok((logits.expect("the logits read"), values.expect("the values read")))
+}
+
+/// Where the time of one forward pass on burn's path goes ([`forward_timed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PassTimes {
+    /// Encoding the positions into input planes on the host.
+    pub encode: Duration,
+    /// Copying the input to the device, until it is there.
+    pub upload: Duration,
+    /// The network's kernels, from the first launch until the device is idle.
+    pub kernels: Duration,
+    /// Reading the policy logits and values back to the host (one read).
+    pub readback: Duration,
+    /// From the raw outputs to what the search uses: each position's policy over its legal
+    /// moves (a masked softmax over its logits) and its value.
+    pub convert: Duration,
+}
+
+impl PassTimes {
+    /// The whole pass.
+    pub fn total(&self) -> Duration {
+        self.encode + self.upload + self.kernels + self.readback + self.convert
+    }
+
+    /// Each phase divided by `n` (the mean of `n` passes).
+    pub fn per(&self, n: u32) -> PassTimes {
+        let n = n.max(1);
+        PassTimes {
+            encode: self.encode / n,
+            upload: self.upload / n,
+            kernels: self.kernels / n,
+            readback: self.readback / n,
+            convert: self.convert / n,
+        }
+    }
+}
+
+impl std::ops::AddAssign for PassTimes {
+    fn add_assign(&mut self, o: PassTimes) {
+        self.encode += o.encode;
+        self.upload += o.upload;
+        self.kernels += o.kernels;
+        self.readback += o.readback;
+        self.convert += o.convert;
+    }
+}
+
+/// burn's forward pass of `model` on `positions` as the search uses it (each position's
+/// policy over its `legal` moves and its value), phase by phase: the device is
+/// synchronised after the upload and after the kernels, so that each phase's time is its
+/// own and a slow device shows where it is slow. The waits cost a little (an untimed pass,
+/// [`forward_raw`], lets the upload and the launches overlap), so this is for benchmarks
+/// (`bredon bench nn`), not for search.
+pub fn forward_timed(
+    model: &TakNet,
+    positions: &[&Position],
+    legal: &[&[Move]],
+    size: usize,
+) -> Result<(Vec<Evaluation>, PassTimes), ExecutionError> {
     let device = model.device();
-    let x = encode_batch(positions.iter().copied(), model.input_version(), size, &device);
+    let mut t = PassTimes::default();
+    let clock = Instant::now();
+    let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
+    t.encode = clock.elapsed();
+    let clock = Instant::now();
+    let x = Tensor::from_data(planes, &device);
+    device.sync()?;
+    t.upload = clock.elapsed();
+    let clock = Instant::now();
     let (logits, values) = model.forward(x);
-    let logits = logits.into_data().try_into_vec::<f32>().expect("f32 logits");
-    let values = values.into_data().try_into_vec::<f32>().expect("f32 values");
-    (logits, values)
+    device.sync()?;
+    t.kernels = clock.elapsed();
+    let clock = Instant::now();
+    let (logits, values) = read_back(logits, values)?;
+    t.readback = clock.elapsed();
+    let clock = Instant::now();
+    let evaluations = to_evaluations(&logits, &values, legal, size);
+    t.convert = clock.elapsed();
+    Ok((evaluations, t))
 }
 
 fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize) -> Vec<Evaluation> {
@@ -312,11 +426,64 @@ struct Request {
     reply: Sender<(Vec<f32>, Vec<f32>)>,
 }
 
-/// Counters of a service.
+/// Counters of a service (times in nanoseconds).
 #[derive(Default)]
 struct Stats {
     positions: AtomicU64,
     batches: AtomicU64,
+    gather: AtomicU64,
+    encode: AtomicU64,
+    forward: AtomicU64,
+    readback: AtomicU64,
+    reply: AtomicU64,
+    requests: AtomicU64,
+    round_trip: AtomicU64,
+    convert: AtomicU64,
+}
+
+fn add_time(counter: &AtomicU64, d: Duration) {
+    counter.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+fn read_time(counter: &AtomicU64) -> Duration {
+    Duration::from_nanos(counter.load(Ordering::Relaxed))
+}
+
+/// The phases of one pass of an [`InferenceService`] (see [`ServiceTimes`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct ServicePhases {
+    encode: Duration,
+    forward: Duration,
+    readback: Duration,
+}
+
+/// Where an [`InferenceService`]'s time went, summed over its passes and requests
+/// ([`InferenceService::times`]): what `bredon bench selfplay` prints per pass, so that a
+/// slow device or a starved one shows its cause. No waits are added to measure it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServiceTimes {
+    /// Forward passes.
+    pub batches: u64,
+    /// Positions evaluated.
+    pub positions: u64,
+    /// Gathering each pass's requests: from its first request to the last one taken.
+    pub gather: Duration,
+    /// burn's path: encoding the positions into input planes on the host.
+    pub encode: Duration,
+    /// burn's path: the upload and the launch of the kernels (on a GPU both return before
+    /// the kernels finish; on the CPU backend the work itself). The fast path: its whole
+    /// pass (it encodes as it goes).
+    pub forward: Duration,
+    /// burn's path: waiting for the device and reading the outputs back.
+    pub readback: Duration,
+    /// Splitting the outputs among the requests and sending them back.
+    pub reply: Duration,
+    /// Requests answered (one per leaf batch of a search).
+    pub requests: u64,
+    /// On the search threads: from sending a request to its answer.
+    pub round_trip: Duration,
+    /// On the search threads: from the raw outputs to evaluations (masked softmax).
+    pub convert: Duration,
 }
 
 /// How many shards an [`InferenceService`] run by `kind` gets when nobody says: one per
@@ -351,6 +518,7 @@ pub struct InferenceHandle {
     next: Arc<AtomicU64>,
     size: usize,
     batch_hint: usize,
+    stats: Arc<Stats>,
 }
 
 impl InferenceService {
@@ -407,7 +575,13 @@ impl InferenceService {
             senders.push(tx);
             threads.push(thread);
         }
-        let handle = InferenceHandle { shards: senders.into(), next: Arc::new(AtomicU64::new(0)), size, batch_hint: 8 };
+        let handle = InferenceHandle {
+            shards: senders.into(),
+            next: Arc::new(AtomicU64::new(0)),
+            size,
+            batch_hint: 8,
+            stats: stats.clone(),
+        };
         InferenceService { handle, threads, stats }
     }
 
@@ -430,6 +604,23 @@ impl InferenceService {
     pub fn batches(&self) -> u64 {
         self.stats.batches.load(Ordering::Relaxed)
     }
+
+    /// Where the service's time went so far.
+    pub fn times(&self) -> ServiceTimes {
+        let st = &self.stats;
+        ServiceTimes {
+            batches: st.batches.load(Ordering::Relaxed),
+            positions: st.positions.load(Ordering::Relaxed),
+            gather: read_time(&st.gather),
+            encode: read_time(&st.encode),
+            forward: read_time(&st.forward),
+            readback: read_time(&st.readback),
+            reply: read_time(&st.reply),
+            requests: st.requests.load(Ordering::Relaxed),
+            round_trip: read_time(&st.round_trip),
+            convert: read_time(&st.convert),
+        }
+    }
 }
 
 impl InferenceService {
@@ -449,6 +640,7 @@ impl InferenceService {
 fn serve(engine: Engine, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     let p = policy_size(size);
     while let Ok(first) = rx.recv() {
+        let gathering = Instant::now();
         let mut reqs = vec![first];
         let mut count = reqs[0].positions.len();
         // Gather what is queued, then wait briefly for more while the batch is small.
@@ -461,16 +653,23 @@ fn serve(engine: Engine, size: usize, max_batch: usize, rx: Receiver<Request>, s
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
             }
         }
+        add_time(&stats.gather, gathering.elapsed());
         let all: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
-        let (logits, values) = engine.forward(&all);
+        let mut phases = ServicePhases::default();
+        let (logits, values) = engine.forward_phased(&all, &mut phases);
+        add_time(&stats.encode, phases.encode);
+        add_time(&stats.forward, phases.forward);
+        add_time(&stats.readback, phases.readback);
         stats.positions.fetch_add(all.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
+        let replying = Instant::now();
         let mut at = 0;
         for r in &reqs {
             let k = r.positions.len();
             let _ = r.reply.send((logits[at * p..(at + k) * p].to_vec(), values[at..at + k].to_vec()));
             at += k;
         }
+        add_time(&stats.reply, replying.elapsed());
     }
 }
 
@@ -478,6 +677,7 @@ impl Evaluator for InferenceHandle {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
         let (reply, answer) = mpsc::channel();
         let req = Request { positions: positions.iter().map(|p| (*p).clone()).collect(), reply };
+        let sent = Instant::now();
         let shard = match self.shards.len() {
             0 => None,
             n => self.shards.get((self.next.fetch_add(1, Ordering::Relaxed) % n as u64) as usize),
@@ -487,7 +687,14 @@ impl Evaluator for InferenceHandle {
             return bredon_mcts::UniformEvaluator.evaluate_batch(positions, legal);
         }
         match answer.recv() {
-            Ok((logits, values)) => to_evaluations(&logits, &values, legal, self.size),
+            Ok((logits, values)) => {
+                let converting = Instant::now();
+                let evaluations = to_evaluations(&logits, &values, legal, self.size);
+                add_time(&self.stats.round_trip, converting - sent);
+                add_time(&self.stats.convert, converting.elapsed());
+                self.stats.requests.fetch_add(1, Ordering::Relaxed);
+                evaluations
+            }
             Err(_) => bredon_mcts::UniformEvaluator.evaluate_batch(positions, legal),
         }
     }

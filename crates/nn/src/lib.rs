@@ -36,8 +36,8 @@ pub mod train;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use error::{ModelError, OnnxError};
-pub use heads::{HeadValues, Heads, HeadsError, Wdl};
-pub use inference::{InferenceKind, InferenceService, NetEvaluator};
+pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};
+pub use inference::{InferenceKind, InferenceService, NetEvaluator, PassTimes, ServiceTimes};
 pub use model::{NetConfig, Outputs, PolicyHead, TakNet, TransferReport, ValueHead};
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
 

@@ -255,13 +255,23 @@ pub fn encode_batch<'a>(
     size: usize,
     device: &Device,
 ) -> Tensor<4> {
+    Tensor::from_data(encode_planes(positions, input_version, size), device)
+}
+
+/// Encodes positions in `input_version` into the input planes on the host,
+/// `[B, planes, N, N]`: [`encode_batch`] without the copy to a device.
+pub fn encode_planes<'a>(
+    positions: impl ExactSizeIterator<Item = &'a Position>,
+    input_version: u32,
+    size: usize,
+) -> TensorData {
     let b = positions.len();
     let len = input_len(input_version, size);
     let mut data = vec![0.0f32; b * len];
     for (i, p) in positions.enumerate() {
         encode(p, input_version, &mut data[i * len..(i + 1) * len]);
     }
-    Tensor::from_data(TensorData::new(data, [b, planes(input_version), size, size]), device)
+    TensorData::new(data, [b, planes(input_version), size, size])
 }
 
 impl Trainer {

@@ -7,6 +7,7 @@ use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
 use bredon_rules::Position;
 use rand::{Rng, SeedableRng};
+use std::time::Duration;
 
 fn tiny(size: usize) -> NetConfig {
     NetConfig { size, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() }
@@ -250,6 +251,47 @@ fn batching_service_matches_direct_evaluation_across_threads() {
         assert_eq!(service.evaluations(), sets.iter().map(|s| s.len() as u64 * 5).sum::<u64>());
         // 30 requests: at least one pass per shard, at most one per request.
         assert!((shards as u64..=30).contains(&service.batches()), "{} batches", service.batches());
+        // Where the time went: every pass and request counted, the fast path's whole pass
+        // as `forward` (it has no separate encode or readback).
+        let t = service.times();
+        assert_eq!((t.batches, t.positions, t.requests), (service.batches(), service.evaluations(), 30));
+        assert!(t.forward > Duration::ZERO && t.round_trip >= t.forward, "{t:?}");
+        assert_eq!((t.encode, t.readback), (Duration::ZERO, Duration::ZERO), "{t:?}");
         service.shutdown();
     }
+    // burn's path splits its pass into encode, forward (upload and launch) and readback.
+    let service = InferenceService::start_with(trainer.model(), 5, 64, InferenceKind::Burn);
+    let got = evaluate(&service.handle(), &sets[0]);
+    assert_eq!(got.len(), sets[0].len());
+    let t = service.times();
+    assert_eq!((t.batches, t.positions, t.requests), (1, sets[0].len() as u64, 1));
+    assert!(t.encode > Duration::ZERO && t.forward > Duration::ZERO && t.readback > Duration::ZERO, "{t:?}");
+    service.shutdown();
+}
+
+/// The timed pass of `bench nn`: the same evaluations as the search's, each phase timed.
+#[test]
+fn a_timed_forward_pass_gives_the_search_evaluations_and_every_phase() {
+    let cfg = tiny(5);
+    let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 4).unwrap();
+    let direct = NetEvaluator::with_kind(trainer.model(), 5, InferenceKind::Burn);
+    let set = positions(5, 9, 3);
+    let refs: Vec<&Position> = set.iter().collect();
+    let legal: Vec<Vec<bredon_rules::Move>> = set.iter().map(|p| p.legal_moves()).collect();
+    let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
+    let (got, t) = bredon_nn::inference::forward_timed(&trainer.model(), &refs, &legal, 5).unwrap();
+    let want = direct.evaluate_batch(&refs, &legal);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g.value - w.value).abs() < 1e-5);
+        assert_eq!(g.policy.len(), w.policy.len());
+        assert!(g.policy.iter().zip(&w.policy).all(|(a, b)| (a - b).abs() < 1e-5));
+    }
+    for (phase, d) in [("encode", t.encode), ("kernels", t.kernels), ("readback", t.readback), ("convert", t.convert)] {
+        assert!(d > Duration::ZERO, "{phase}: {t:?}");
+    }
+    assert_eq!(t.total(), t.encode + t.upload + t.kernels + t.readback + t.convert);
+    let mut twice = t;
+    twice += t;
+    assert_eq!(twice.per(2), t);
 }

@@ -4,9 +4,8 @@
 #![cfg(feature = "wgpu")]
 
 mod common;
-use bredon_nn::model::{NetOutput, Outputs};
 use bredon_nn::train::{OptimizerSettings, encode_batch};
-use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, load_exported};
+use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_devices, load_exported};
 use bredon_rules::Position;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
@@ -43,39 +42,15 @@ fn floats(t: Tensor<2>) -> Vec<f32> {
 
 /// Every head of `model` on the CPU and the same weights on wgpu, on `positions`.
 fn assert_heads_agree(model: &TakNet, positions: &[Position], size: usize, what: &str) {
-    let cpu = Device::flex();
-    let gpu = wgpu();
-    let on_gpu = model.clone().to_device(&gpu);
-    assert_eq!(on_gpu.device(), gpu);
     let refs: Vec<&Position> = positions.iter().collect();
-    let v = model.input_version();
-    let a = model.forward_all(encode_batch(refs.iter().copied(), v, size, &cpu), Outputs::All);
-    let b = on_gpu.forward_all(encode_batch(refs.iter().copied(), v, size, &gpu), Outputs::All);
-    let heads = |o: NetOutput| -> Vec<(&'static str, Option<Vec<f32>>)> {
-        vec![
-            ("policy", Some(floats(o.policy))),
-            ("value", Some(floats(o.value))),
-            ("wdl", o.wdl.map(floats)),
-            ("flat_margin", o.flat_margin.map(floats)),
-            ("ownership", o.ownership.map(floats)),
-            ("opponent_policy", o.opponent_policy.map(floats)),
-        ]
-    };
-    let mut compared = 0;
-    for ((name, x), (_, y)) in heads(a).into_iter().zip(heads(b)) {
-        match (x, y) {
-            (Some(x), Some(y)) => {
-                assert_eq!(x.len(), y.len(), "{what} {name}");
-                let d = x.iter().zip(&y).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
-                assert!(d <= 1e-3, "{what}: {name} differs by {d} between flex and wgpu");
-                assert!(x.iter().any(|p| p.abs() > 1e-3), "{what}: {name} is all zero");
-                compared += 1;
-            }
-            (None, None) => {}
-            _ => panic!("{what}: {name} present on one device only"),
-        }
+    assert_eq!(model.device(), Device::flex());
+    let diffs = compare_devices(model, &wgpu(), &refs, size).unwrap();
+    for d in &diffs {
+        assert!(d.max_difference <= 1e-3, "{what}: {} differs by {} between flex and wgpu", d.head, d.max_difference);
+        assert!(!d.near_zero, "{what}: {} is all zero", d.head);
     }
-    eprintln!("{what}: {compared} heads agree on {} positions", positions.len());
+    assert!(diffs.len() >= 2, "{what}: {diffs:?}");
+    eprintln!("{what}: {} heads agree on {} positions", diffs.len(), positions.len());
 }
 
 #[test]
