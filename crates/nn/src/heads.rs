@@ -22,6 +22,7 @@
 use std::sync::Mutex;
 
 use bredon_rules::{Color, Position};
+use burn::module::Module;
 use burn::tensor::activation::softmax;
 
 use crate::model::{Outputs, TakNet};
