@@ -1,7 +1,7 @@
 //! `bredon bench`: throughput reports for the network and for self-play.
 
 use anyhow::{Context, Result};
-use bredon_nn::inference::{Engine, InferenceKind};
+use bredon_nn::inference::{Engine, InferenceKind, PolicyReadback};
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{Compute, NetConfig, TakNet, TrainExample, Trainer};
 use bredon_rules::{GameOptions, Position};
@@ -255,27 +255,42 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
             }
             println!();
             if kinds.contains(&InferenceKind::Burn) {
-                breakdown.push((size, meta.net.name(), batch, pass_times(model, &positions, batch, args.seconds)?));
+                for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {
+                    let t = pass_times(model, &positions, batch, args.seconds, readback)?;
+                    breakdown.push((size, meta.net.name(), batch, readback, t));
+                }
             }
         }
     }
     if !breakdown.is_empty() {
         println!(
-            "# burn on {}, one pass phase by phase (the device synchronised after each; ms per pass):",
+            "# burn on {}, one pass phase by phase (the device synchronised after each; ms per pass), reading \
+             back every logit or only the legal moves' priors (computed on the device, as the self-play service does):",
             compute.choice
         );
         println!(
-            "{:<6} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
-            "size", "net", "batch", "encode", "upload", "kernels", "readback", "convert", "total", "positions/s"
+            "{:<6} {:<18} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
+            "size",
+            "net",
+            "batch",
+            "policy",
+            "encode",
+            "upload",
+            "kernels",
+            "readback",
+            "convert",
+            "total",
+            "positions/s"
         );
         let ms = |d: std::time::Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
-        for (size, net, batch, t) in breakdown {
+        for (size, net, batch, readback, t) in breakdown {
             let rate = batch as f64 / t.total().as_secs_f64().max(1e-9);
             println!(
-                "{:<6} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12.0}",
+                "{:<6} {:<18} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12.0}",
                 format!("{size}x{size}"),
                 net,
                 batch,
+                readback.to_string(),
                 ms(t.encode),
                 ms(t.upload),
                 ms(t.kernels),
@@ -307,9 +322,15 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     Ok(())
 }
 
-/// The mean phase times of burn's forward pass of `model` at `batch`, over about
-/// `seconds` (at least three passes after a warm-up).
-fn pass_times(model: &TakNet, positions: &[Position], batch: usize, seconds: f64) -> Result<bredon_nn::PassTimes> {
+/// The mean phase times of burn's forward pass of `model` at `batch`, reading back the
+/// policy as `readback` says, over about `seconds` (at least three passes after a warm-up).
+fn pass_times(
+    model: &TakNet,
+    positions: &[Position],
+    batch: usize,
+    seconds: f64,
+    readback: PolicyReadback,
+) -> Result<bredon_nn::PassTimes> {
     let refs: Vec<&Position> = positions.iter().collect();
     let legal: Vec<Vec<bredon_rules::Move>> = positions.iter().map(|p| p.legal_moves()).collect();
     let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
@@ -317,7 +338,7 @@ fn pass_times(model: &TakNet, positions: &[Position], batch: usize, seconds: f64
     let size = positions[0].size();
     let pass = |i: usize| {
         let lo = (i * batch) % (refs.len() - batch + 1);
-        bredon_nn::inference::forward_timed(model, &refs[lo..lo + batch], &legal[lo..lo + batch], size)
+        bredon_nn::inference::forward_timed(model, &refs[lo..lo + batch], &legal[lo..lo + batch], size, readback)
             .map(|(_, t)| t)
             .map_err(|e| anyhow::anyhow!("the device failed: {e}"))
     };

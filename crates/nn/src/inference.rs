@@ -9,11 +9,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use burn::prelude::{Device, Tensor};
-use burn::tensor::{ExecutionError, Transaction};
+use burn::tensor::activation::softmax;
+use burn::tensor::{ExecutionError, Int, TensorData, Transaction};
 
 use crate::fast::{FastNet, Scalars};
 use crate::model::{Outputs, TakNet};
-use crate::policy::{masked_softmax, policy_size};
+use crate::policy::{masked_softmax, move_to_index, policy_size};
 use crate::train::{encode_batch, encode_planes};
 
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
@@ -106,20 +107,9 @@ impl Engine {
 
     /// Policy logits (all outputs, per position) and values of `positions`.
     pub fn forward(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
-        self.forward_phased(positions, &mut ServicePhases::default())
-    }
-
-    /// [`Engine::forward`], adding the time of its phases to `phases` (the fast path's
-    /// whole pass counts as `forward`: it encodes as it goes and has nothing to read back).
-    fn forward_phased(&self, positions: &[&Position], phases: &mut ServicePhases) -> (Vec<f32>, Vec<f32>) {
         match self {
-            Engine::Burn(model, size) => forward_raw_phased(model, positions, *size, phases),
-            Engine::Fast(f) => {
-                let clock = Instant::now();
-                let out = f.forward(positions);
-                phases.forward += clock.elapsed();
-                out
-            }
+            Engine::Burn(model, size) => forward_raw(model, positions, *size),
+            Engine::Fast(f) => f.forward(positions),
         }
     }
 
@@ -176,27 +166,87 @@ pub struct Forward {
 
 /// Runs `model` on `positions`: per position the policy logits (all outputs) and the value.
 pub fn forward_raw(model: &TakNet, positions: &[&Position], size: usize) -> (Vec<f32>, Vec<f32>) {
-    forward_raw_phased(model, positions, size, &mut ServicePhases::default())
+    let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
+    let (logits, values) = model.forward(Tensor::from_data(planes, &model.device()));
+    read_back(logits, values).expect("reading the network's outputs from the device")
 }
 
-/// [`forward_raw`], adding the time of its phases to `phases` (no waits added: on a GPU
-/// the launch returns before the kernels finish, and the read waits for them).
-fn forward_raw_phased(
-    model: &TakNet,
-    positions: &[&Position],
-    size: usize,
-    phases: &mut ServicePhases,
-) -> (Vec<f32>, Vec<f32>) {
-    let clock = Instant::now();
-    let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
-    phases.encode += clock.elapsed();
-    let clock = Instant::now();
-    let (logits, values) = model.forward(Tensor::from_data(planes, &model.device()));
-    phases.forward += clock.elapsed();
-    let clock = Instant::now();
-    let out = read_back(logits, values).expect("reading the network's outputs from the device");
-    phases.readback += clock.elapsed();
-    out
+/// What burn's forward pass sends back to the host for the policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyReadback {
+    /// Every policy output of every position (`policy_size(N)`: 9,180 on 6x6), turned
+    /// into priors over the legal moves on the host.
+    Logits,
+    /// Each position's priors over its legal moves only, computed on the device (gather,
+    /// mask, softmax): what the batching service does.
+    LegalPriors,
+}
+
+impl std::fmt::Display for PolicyReadback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PolicyReadback::Logits => "all logits",
+            PolicyReadback::LegalPriors => "legal priors",
+        })
+    }
+}
+
+/// The legal moves of a batch as a gather on the device: per position the policy indices
+/// of its moves, padded to one width for the batch, and an additive mask that keeps the
+/// padding out of the softmax.
+struct LegalGather {
+    indices: TensorData,
+    mask: TensorData,
+    width: usize,
+    /// Each position's number of legal moves.
+    lens: Vec<usize>,
+}
+
+impl LegalGather {
+    /// Widths are rounded up to a multiple of this, so that a run sees few shapes.
+    const ROUND: usize = 32;
+
+    fn new(legal: &[&[Move]], size: usize) -> LegalGather {
+        let most = legal.iter().map(|m| m.len()).max().unwrap_or(0);
+        let width = most.max(1).div_ceil(Self::ROUND) * Self::ROUND;
+        let mut indices = Vec::with_capacity(legal.len() * width);
+        let mut mask = Vec::with_capacity(legal.len() * width);
+        for moves in legal {
+            indices.extend(moves.iter().map(|&m| move_to_index(m, size) as i32));
+            mask.extend(std::iter::repeat_n(0.0f32, moves.len()));
+            // Padding points at output 0, masked far below any logit.
+            indices.extend(std::iter::repeat_n(0i32, width - moves.len()));
+            mask.extend(std::iter::repeat_n(-1.0e9f32, width - moves.len()));
+        }
+        let shape = [legal.len(), width];
+        let lens = legal.iter().map(|m| m.len()).collect();
+        LegalGather { indices: TensorData::new(indices, shape), mask: TensorData::new(mask, shape), width, lens }
+    }
+
+    /// The priors `[batch, width]` from the policy logits `[batch, policy_size]`.
+    fn priors(&self, logits: Tensor<2>, device: &Device) -> Tensor<2> {
+        let indices = Tensor::<2, Int>::from_data(self.indices.clone(), device);
+        let mask = Tensor::<2>::from_data(self.mask.clone(), device);
+        softmax(logits.gather(1, indices) + mask, 1)
+    }
+
+    /// Each position's row of the priors read back, cut to its moves; a row that is not a
+    /// distribution (a network that gave no finite logits) becomes uniform, as on the host.
+    fn split(&self, flat: &[f32]) -> Vec<Vec<f32>> {
+        self.lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let row = &flat[i * self.width..i * self.width + n];
+                let sum: f32 = row.iter().sum();
+                if row.iter().all(|x| x.is_finite()) && sum > 0.5 {
+                    row.to_vec()
+                } else {
+                    vec![1.0 / n.max(1) as f32; n]
+                }
+            })
+            .collect()
+    }
 }
 
 /// Policy logits and values back to the host, in one read (one wait for the device).
@@ -216,10 +266,12 @@ pub struct PassTimes {
     pub upload: Duration,
     /// The network's kernels, from the first launch until the device is idle.
     pub kernels: Duration,
-    /// Reading the policy logits and values back to the host (one read).
+    /// Reading the policy (every logit, or the legal moves' priors) and the values back to
+    /// the host (one read).
     pub readback: Duration,
-    /// From the raw outputs to what the search uses: each position's policy over its legal
-    /// moves (a masked softmax over its logits) and its value.
+    /// From the outputs read back to what the search uses: each position's policy over its
+    /// legal moves (a masked softmax over its logits, or cutting the priors' rows) and its
+    /// value.
     pub convert: Duration,
 }
 
@@ -255,19 +307,22 @@ impl std::ops::AddAssign for PassTimes {
 /// burn's forward pass of `model` on `positions` as the search uses it (each position's
 /// policy over its `legal` moves and its value), phase by phase: the device is
 /// synchronised after the upload and after the kernels, so that each phase's time is its
-/// own and a slow device shows where it is slow. The waits cost a little (an untimed pass,
-/// [`forward_raw`], lets the upload and the launches overlap), so this is for benchmarks
-/// (`bredon bench nn`), not for search.
+/// own and a slow device shows where it is slow. `readback` says what comes back: every
+/// logit, or the legal moves' priors computed on the device (the gather and softmax then
+/// count as kernels). The waits cost a little (an untimed pass lets the upload and the
+/// launches overlap), so this is for benchmarks (`bredon bench nn`), not for search.
 pub fn forward_timed(
     model: &TakNet,
     positions: &[&Position],
     legal: &[&[Move]],
     size: usize,
+    readback: PolicyReadback,
 ) -> Result<(Vec<Evaluation>, PassTimes), ExecutionError> {
     let device = model.device();
     let mut t = PassTimes::default();
     let clock = Instant::now();
     let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
+    let gather = (readback == PolicyReadback::LegalPriors).then(|| LegalGather::new(legal, size));
     t.encode = clock.elapsed();
     let clock = Instant::now();
     let x = Tensor::from_data(planes, &device);
@@ -275,13 +330,25 @@ pub fn forward_timed(
     t.upload = clock.elapsed();
     let clock = Instant::now();
     let (logits, values) = model.forward(x);
+    let policy = match &gather {
+        Some(g) => g.priors(logits, &device),
+        None => logits,
+    };
     device.sync()?;
     t.kernels = clock.elapsed();
     let clock = Instant::now();
-    let (logits, values) = read_back(logits, values)?;
+    let (policy, values) = read_back(policy, values)?;
     t.readback = clock.elapsed();
     let clock = Instant::now();
-    let evaluations = to_evaluations(&logits, &values, legal, size);
+    let evaluations = match &gather {
+        Some(g) => g
+            .split(&policy)
+            .into_iter()
+            .zip(&values)
+            .map(|(policy, &v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
+            .collect(),
+        None => to_evaluations(&policy, &values, legal, size),
+    };
     t.convert = clock.elapsed();
     Ok((evaluations, t))
 }
@@ -423,7 +490,18 @@ impl Evaluator for NetEvaluator {
 
 struct Request {
     positions: Vec<Position>,
-    reply: Sender<(Vec<f32>, Vec<f32>)>,
+    /// Each position's legal moves, for a service that computes the priors on the device
+    /// (burn's path); empty for the fast path, whose logits the search thread converts.
+    legal: Vec<Vec<Move>>,
+    reply: Sender<Reply>,
+}
+
+/// A service's answer to one request.
+enum Reply {
+    /// Every policy logit of each position (`policy_size(N)` each), and the values.
+    Logits(Vec<f32>, Vec<f32>),
+    /// Each position's priors over its legal moves, and the values.
+    Priors(Vec<Vec<f32>>, Vec<f32>),
 }
 
 /// Counters of a service (times in nanoseconds).
@@ -447,14 +525,6 @@ fn add_time(counter: &AtomicU64, d: Duration) {
 
 fn read_time(counter: &AtomicU64) -> Duration {
     Duration::from_nanos(counter.load(Ordering::Relaxed))
-}
-
-/// The phases of one pass of an [`InferenceService`] (see [`ServiceTimes`]).
-#[derive(Clone, Copy, Debug, Default)]
-struct ServicePhases {
-    encode: Duration,
-    forward: Duration,
-    readback: Duration,
 }
 
 /// Where an [`InferenceService`]'s time went, summed over its passes and requests
@@ -519,6 +589,8 @@ pub struct InferenceHandle {
     size: usize,
     batch_hint: usize,
     stats: Arc<Stats>,
+    /// The service runs burn's path: requests carry the legal moves, answers the priors.
+    legal_on_device: bool,
 }
 
 impl InferenceService {
@@ -547,6 +619,7 @@ impl InferenceService {
     ) -> InferenceService {
         let shards = shards.max(1);
         let stats = Arc::new(Stats::default());
+        let legal_on_device = kind.resolve_for(&model.device()) == InferenceKind::Burn;
         let max_batch = max_batch.max(1);
         let mut senders = Vec::with_capacity(shards);
         let mut threads = Vec::with_capacity(shards);
@@ -581,6 +654,7 @@ impl InferenceService {
             size,
             batch_hint: 8,
             stats: stats.clone(),
+            legal_on_device,
         };
         InferenceService { handle, threads, stats }
     }
@@ -638,45 +712,163 @@ impl InferenceService {
 // the last handle is dropped.
 
 fn serve(engine: Engine, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+    match engine {
+        Engine::Fast(net) => serve_fast(&net, size, max_batch, rx, stats),
+        Engine::Burn(model, size) => serve_burn(&model, size, max_batch, rx, stats),
+    }
+}
+
+/// The requests of one pass: `first`, what is queued behind it, and what arrives while
+/// the batch is still small (up to `max_batch` positions).
+fn gather_requests(rx: &Receiver<Request>, first: Request, max_batch: usize, stats: &Stats) -> Vec<Request> {
+    let gathering = Instant::now();
+    let mut count = first.positions.len();
+    let mut reqs = vec![first];
+    while count < max_batch {
+        match rx.recv_timeout(GATHER_WAIT) {
+            Ok(r) => {
+                count += r.positions.len();
+                reqs.push(r);
+            }
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    add_time(&stats.gather, gathering.elapsed());
+    reqs
+}
+
+/// How long a service waits for one more request while its batch is small.
+const GATHER_WAIT: Duration = Duration::from_micros(300);
+
+/// The fast path: one pass at a time; every logit goes back, and the search threads turn
+/// them into priors side by side.
+fn serve_fast(net: &FastNet, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     let p = policy_size(size);
     while let Ok(first) = rx.recv() {
-        let gathering = Instant::now();
-        let mut reqs = vec![first];
-        let mut count = reqs[0].positions.len();
-        // Gather what is queued, then wait briefly for more while the batch is small.
-        while count < max_batch {
-            match rx.recv_timeout(Duration::from_micros(300)) {
-                Ok(r) => {
-                    count += r.positions.len();
-                    reqs.push(r);
-                }
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        add_time(&stats.gather, gathering.elapsed());
+        let reqs = gather_requests(&rx, first, max_batch, stats);
         let all: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
-        let mut phases = ServicePhases::default();
-        let (logits, values) = engine.forward_phased(&all, &mut phases);
-        add_time(&stats.encode, phases.encode);
-        add_time(&stats.forward, phases.forward);
-        add_time(&stats.readback, phases.readback);
+        let clock = Instant::now();
+        let (logits, values) = net.forward(&all);
+        add_time(&stats.forward, clock.elapsed());
         stats.positions.fetch_add(all.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         let replying = Instant::now();
         let mut at = 0;
         for r in &reqs {
             let k = r.positions.len();
-            let _ = r.reply.send((logits[at * p..(at + k) * p].to_vec(), values[at..at + k].to_vec()));
+            let _ = r.reply.send(Reply::Logits(logits[at * p..(at + k) * p].to_vec(), values[at..at + k].to_vec()));
             at += k;
         }
         add_time(&stats.reply, replying.elapsed());
     }
 }
 
+/// A batch launched on burn's device whose outputs have not been read yet.
+struct InFlight {
+    reqs: Vec<Request>,
+    gather: LegalGather,
+    priors: Tensor<2>,
+    values: Tensor<2>,
+}
+
+/// burn's path: each position's priors over its legal moves are computed on the device
+/// and only they come back. On a GPU two batches are in flight: the next batch is
+/// gathered, encoded, uploaded and launched before the previous one is read back, so the
+/// host's work overlaps the kernels; on the CPU (flex), where a launch is the work itself,
+/// each batch is read back at once (waiting would only delay its searches).
+fn serve_burn(model: &TakNet, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+    let device = model.device();
+    let depth = if crate::device::is_cpu(&device) { 1 } else { 2 };
+    let mut queue: std::collections::VecDeque<InFlight> = std::collections::VecDeque::new();
+    loop {
+        let next = if queue.is_empty() {
+            match rx.recv() {
+                Ok(r) => Some(r),
+                Err(_) => break,
+            }
+        } else {
+            // A batch is in flight: take the next one if it comes soon, else read it back.
+            rx.recv_timeout(GATHER_WAIT).ok()
+        };
+        match next {
+            Some(first) => {
+                let reqs = gather_requests(&rx, first, max_batch, stats);
+                queue.push_back(launch(model, &device, size, reqs, stats));
+                if queue.len() >= depth {
+                    let done = queue.pop_front().expect("a batch in flight");
+                    finish(done, stats);
+                }
+            }
+            None => {
+                if let Some(done) = queue.pop_front() {
+                    finish(done, stats);
+                }
+            }
+        }
+    }
+    while let Some(done) = queue.pop_front() {
+        finish(done, stats);
+    }
+}
+
+/// Encodes `reqs`' positions and their legal moves, uploads them and launches the pass.
+fn launch(model: &TakNet, device: &Device, size: usize, reqs: Vec<Request>, stats: &Stats) -> InFlight {
+    let clock = Instant::now();
+    let legal = batch_legal(&reqs);
+    let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
+    let positions: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
+    let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
+    let gather = LegalGather::new(&legal, size);
+    add_time(&stats.encode, clock.elapsed());
+    let clock = Instant::now();
+    let (logits, values) = model.forward(Tensor::from_data(planes, device));
+    let priors = gather.priors(logits, device);
+    add_time(&stats.forward, clock.elapsed());
+    InFlight { reqs, gather, priors, values }
+}
+
+/// Reads a launched batch back (waiting for its kernels) and answers its requests.
+fn finish(batch: InFlight, stats: &Stats) {
+    let clock = Instant::now();
+    let read = read_back(batch.priors, batch.values);
+    add_time(&stats.readback, clock.elapsed());
+    let replying = Instant::now();
+    let (flat, values) = read.expect("reading the network's outputs from the device");
+    let priors = batch.gather.split(&flat);
+    let n = priors.len();
+    stats.positions.fetch_add(n as u64, Ordering::Relaxed);
+    stats.batches.fetch_add(1, Ordering::Relaxed);
+    let mut priors = priors.into_iter();
+    let mut at = 0;
+    for r in &batch.reqs {
+        let k = r.positions.len();
+        let _ = r.reply.send(Reply::Priors(priors.by_ref().take(k).collect(), values[at..at + k].to_vec()));
+        at += k;
+    }
+    add_time(&stats.reply, replying.elapsed());
+}
+
+/// The legal moves of every position of a batch's requests, in order: as sent, or
+/// generated here for a request that came without them.
+fn batch_legal(reqs: &[Request]) -> Vec<std::borrow::Cow<'_, [Move]>> {
+    reqs.iter()
+        .flat_map(|r| {
+            r.positions.iter().enumerate().map(move |(i, pos)| match r.legal.get(i) {
+                Some(moves) => std::borrow::Cow::Borrowed(moves.as_slice()),
+                None => std::borrow::Cow::Owned(pos.legal_moves()),
+            })
+        })
+        .collect()
+}
+
 impl Evaluator for InferenceHandle {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
         let (reply, answer) = mpsc::channel();
-        let req = Request { positions: positions.iter().map(|p| (*p).clone()).collect(), reply };
+        let req = Request {
+            positions: positions.iter().map(|p| (*p).clone()).collect(),
+            legal: if self.legal_on_device { legal.iter().map(|m| m.to_vec()).collect() } else { Vec::new() },
+            reply,
+        };
         let sent = Instant::now();
         let shard = match self.shards.len() {
             0 => None,
@@ -687,9 +879,16 @@ impl Evaluator for InferenceHandle {
             return bredon_mcts::UniformEvaluator.evaluate_batch(positions, legal);
         }
         match answer.recv() {
-            Ok((logits, values)) => {
+            Ok(reply) => {
                 let converting = Instant::now();
-                let evaluations = to_evaluations(&logits, &values, legal, self.size);
+                let evaluations = match reply {
+                    Reply::Logits(logits, values) => to_evaluations(&logits, &values, legal, self.size),
+                    Reply::Priors(priors, values) => priors
+                        .into_iter()
+                        .zip(values)
+                        .map(|(policy, v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
+                        .collect(),
+                };
                 add_time(&self.stats.round_trip, converting - sent);
                 add_time(&self.stats.convert, converting.elapsed());
                 self.stats.requests.fetch_add(1, Ordering::Relaxed);

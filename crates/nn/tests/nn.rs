@@ -2,7 +2,7 @@
 
 use bredon_mcts::Evaluator;
 use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::inference::{InferenceKind, InferenceService};
+use bredon_nn::inference::{InferenceKind, InferenceService, PolicyReadback};
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{NetConfig, NetEvaluator, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
 use bredon_rules::Position;
@@ -227,9 +227,12 @@ fn batching_service_matches_direct_evaluation_across_threads() {
     let sets: Vec<Vec<Position>> = (0..6).map(|i| positions(5, 3 + i, 10 + i as u64)).collect();
     let expected: Vec<_> = sets.iter().map(|s| evaluate(&direct, s)).collect();
     // One service thread (its pass split over rayon's pool), and three shards, each with
-    // its own copy of the network on a pool of one, the requests dealt out in turn.
-    for shards in [1, 3] {
-        let service = InferenceService::start_sharded(trainer.model(), 5, 64, InferenceKind::Fast, shards);
+    // its own copy of the network on a pool of one, the requests dealt out in turn; and
+    // burn's path, which computes the priors over each position's legal moves on the
+    // device (gathered from the logits, padded to the batch's widest position) and sends
+    // back only those.
+    for (kind, shards) in [(InferenceKind::Fast, 1), (InferenceKind::Fast, 3), (InferenceKind::Burn, 1)] {
+        let service = InferenceService::start_sharded(trainer.model(), 5, 64, kind, shards);
         assert_eq!(service.shards(), shards);
         std::thread::scope(|scope| {
             for (s, e) in sets.iter().zip(&expected) {
@@ -239,9 +242,10 @@ fn batching_service_matches_direct_evaluation_across_threads() {
                         let got = evaluate(&h, s);
                         assert_eq!(got.len(), e.len());
                         for (g, w) in got.iter().zip(e) {
-                            assert!((g.value - w.value).abs() < 1e-4, "{shards} shard(s)");
+                            assert!((g.value - w.value).abs() < 1e-4, "{kind}, {shards} shard(s)");
+                            assert_eq!(g.policy.len(), w.policy.len(), "{kind}, {shards} shard(s)");
                             for (a, b) in g.policy.iter().zip(&w.policy) {
-                                assert!((a - b).abs() < 1e-4, "{shards} shard(s)");
+                                assert!((a - b).abs() < 1e-4, "{kind}, {shards} shard(s)");
                             }
                         }
                     }
@@ -251,22 +255,18 @@ fn batching_service_matches_direct_evaluation_across_threads() {
         assert_eq!(service.evaluations(), sets.iter().map(|s| s.len() as u64 * 5).sum::<u64>());
         // 30 requests: at least one pass per shard, at most one per request.
         assert!((shards as u64..=30).contains(&service.batches()), "{} batches", service.batches());
-        // Where the time went: every pass and request counted, the fast path's whole pass
-        // as `forward` (it has no separate encode or readback).
+        // Where the time went: every pass and request counted; the fast path's whole pass
+        // as `forward` (it has no separate encode or readback), burn's split into encode,
+        // forward (upload and launch) and readback.
         let t = service.times();
         assert_eq!((t.batches, t.positions, t.requests), (service.batches(), service.evaluations(), 30));
         assert!(t.forward > Duration::ZERO && t.round_trip >= t.forward, "{t:?}");
-        assert_eq!((t.encode, t.readback), (Duration::ZERO, Duration::ZERO), "{t:?}");
+        match kind {
+            InferenceKind::Burn => assert!(t.encode > Duration::ZERO && t.readback > Duration::ZERO, "{t:?}"),
+            _ => assert_eq!((t.encode, t.readback), (Duration::ZERO, Duration::ZERO), "{t:?}"),
+        }
         service.shutdown();
     }
-    // burn's path splits its pass into encode, forward (upload and launch) and readback.
-    let service = InferenceService::start_with(trainer.model(), 5, 64, InferenceKind::Burn);
-    let got = evaluate(&service.handle(), &sets[0]);
-    assert_eq!(got.len(), sets[0].len());
-    let t = service.times();
-    assert_eq!((t.batches, t.positions, t.requests), (1, sets[0].len() as u64, 1));
-    assert!(t.encode > Duration::ZERO && t.forward > Duration::ZERO && t.readback > Duration::ZERO, "{t:?}");
-    service.shutdown();
 }
 
 /// The timed pass of `bench nn`: the same evaluations as the search's, each phase timed.
@@ -279,17 +279,27 @@ fn a_timed_forward_pass_gives_the_search_evaluations_and_every_phase() {
     let refs: Vec<&Position> = set.iter().collect();
     let legal: Vec<Vec<bredon_rules::Move>> = set.iter().map(|p| p.legal_moves()).collect();
     let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
-    let (got, t) = bredon_nn::inference::forward_timed(&trainer.model(), &refs, &legal, 5).unwrap();
     let want = direct.evaluate_batch(&refs, &legal);
-    assert_eq!(got.len(), want.len());
-    for (g, w) in got.iter().zip(&want) {
-        assert!((g.value - w.value).abs() < 1e-5);
-        assert_eq!(g.policy.len(), w.policy.len());
-        assert!(g.policy.iter().zip(&w.policy).all(|(a, b)| (a - b).abs() < 1e-5));
+    // The legal moves' counts differ across the positions: the priors gathered on the
+    // device are padded to one width, and the padding must not leak into any of them.
+    assert!(legal.iter().any(|m| m.len() != legal[0].len()));
+    let mut times = Vec::new();
+    for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {
+        let (got, t) = bredon_nn::inference::forward_timed(&trainer.model(), &refs, &legal, 5, readback).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g.value - w.value).abs() < 1e-5, "{readback}");
+            assert_eq!(g.policy.len(), w.policy.len(), "{readback}");
+            assert!(g.policy.iter().zip(&w.policy).all(|(a, b)| (a - b).abs() < 1e-5), "{readback}");
+        }
+        for (phase, d) in
+            [("encode", t.encode), ("kernels", t.kernels), ("readback", t.readback), ("convert", t.convert)]
+        {
+            assert!(d > Duration::ZERO, "{readback} {phase}: {t:?}");
+        }
+        times.push(t);
     }
-    for (phase, d) in [("encode", t.encode), ("kernels", t.kernels), ("readback", t.readback), ("convert", t.convert)] {
-        assert!(d > Duration::ZERO, "{phase}: {t:?}");
-    }
+    let t = times[0];
     assert_eq!(t.total(), t.encode + t.upload + t.kernels + t.readback + t.convert);
     let mut twice = t;
     twice += t;

@@ -119,3 +119,41 @@ fn training_steps_on_wgpu_follow_the_cpu() {
     let d = pc.iter().zip(&pg).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
     assert!(d <= 1e-2, "after 3 steps the two devices' nets differ by {d}");
 }
+
+/// The batching service on wgpu (burn's path: the legal moves' priors gathered and
+/// softmaxed on the device, only they read back) against the fast path on the CPU, with
+/// the shipped 6x6 network and several searches' requests at once.
+#[test]
+fn the_batching_service_on_wgpu_gives_the_cpu_priors() {
+    use bredon_mcts::Evaluator;
+    use bredon_nn::inference::{InferenceKind, InferenceService};
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let (model, meta) = load_exported(&shipped).unwrap();
+    let cpu = bredon_nn::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::Fast);
+    let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, InferenceKind::Burn);
+    let sets: Vec<Vec<Position>> = (0..4).map(|i| played_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
+    std::thread::scope(|scope| {
+        for set in &sets {
+            let (handle, cpu) = (service.handle(), &cpu);
+            scope.spawn(move || {
+                let refs: Vec<&Position> = set.iter().collect();
+                let legal: Vec<Vec<bredon_rules::Move>> = set.iter().map(|p| p.legal_moves()).collect();
+                let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
+                let got = handle.evaluate_batch(&refs, &legal);
+                let want = cpu.evaluate_batch(&refs, &legal);
+                for ((g, w), moves) in got.iter().zip(&want).zip(&legal) {
+                    assert_eq!(g.policy.len(), moves.len());
+                    assert!((g.value - w.value).abs() <= 1e-3, "value {} vs {}", g.value, w.value);
+                    let worst = g.policy.iter().zip(&w.policy).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                    assert!(worst <= 1e-3, "a prior differs by {worst} between wgpu and the CPU");
+                    assert!((g.policy.iter().sum::<f32>() - 1.0).abs() < 1e-3);
+                }
+            });
+        }
+    });
+    assert_eq!(service.evaluations(), sets.iter().map(|s| s.len() as u64).sum::<u64>());
+    let t = service.times();
+    assert!(t.readback > std::time::Duration::ZERO, "{t:?}");
+    drop(cpu);
+    service.shutdown();
+}
