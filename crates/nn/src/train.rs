@@ -14,7 +14,7 @@ use burn::tensor::activation::log_softmax;
 use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::limits::ModelFileError;
 use crate::model::{NetConfig, Outputs, TakNet};
-use crate::policy::{move_to_index, policy_size};
+use crate::policy::move_to_index;
 
 /// What can go wrong in training.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +51,9 @@ pub enum TrainError {
     /// [`Trainer::step`] had to skip the step (the reason names what was non-finite).
     #[error("training step skipped: {0}")]
     Skipped(String),
+    /// The device failed while the step's losses were read back.
+    #[error("the training device failed: {0}")]
+    Device(#[from] burn::tensor::ExecutionError),
     /// The optimiser state could not be saved or loaded (burn's message, shortened).
     #[error("{action} optimizer state {path}: {message}")]
     OptimizerState {
@@ -356,40 +359,39 @@ impl Trainer {
     }
 
     /// [`Trainer::try_step`]'s work, with denormals flushed.
+    ///
+    /// Built for a device that runs ahead of the host: the policy targets go up sparse
+    /// (each example's moves and probabilities, gathered against the log-softmax on the
+    /// device, instead of a dense `policy_size(N)` row per example: 9,180 floats on 6x6),
+    /// and the losses and the gradients' finiteness come back in one read after the
+    /// backward pass. Every read is a wait for the device, and one per loss and one per
+    /// parameter (about 80 a step) kept a GPU idle most of the step.
     fn step_flushed(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome, TrainError> {
         let n = self.config.size;
         check_batch(batch, n)?;
         let b = batch.len();
-        let p_size = policy_size(n);
         let x = encode_batch(batch.iter().map(|e| &e.position), self.config.input_version, n, &self.device);
-        let mut pi = vec![0.0f32; b * p_size];
-        let mut z = vec![0.0f32; b];
-        for (i, e) in batch.iter().enumerate() {
-            for &(mv, p) in &e.policy {
-                pi[i * p_size + move_to_index(mv, n)] += p;
-            }
-            z[i] = e.value;
-        }
-        let pi = Tensor::<2>::from_data(TensorData::new(pi, [b, p_size]), &self.device);
-        let z_t = Tensor::<2>::from_data(TensorData::new(z.clone(), [b, 1]), &self.device);
+        let z: Vec<f32> = batch.iter().map(|e| e.value).collect();
+        let pi = PolicyTargets::new(batch.iter().map(|e| e.policy.as_slice()), n, &self.device);
+        let z_t = Tensor::<2>::from_data(TensorData::new(z, [b, 1]), &self.device);
         let model = self.model.take().expect("model present");
         let out = model.forward_all(x, Outputs::All);
         let logp = log_softmax(out.policy, 1);
-        let policy_loss = (pi * logp.clone()).sum_dim(1).mean().neg();
+        let policy_loss = pi.cross_entropy_sum(logp.clone(), &self.device).div_scalar(b as f32);
         let diff = out.value - z_t;
         let value_loss = (diff.clone() * diff).mean();
         let s = &self.settings;
         let mut total = policy_loss.clone();
+        // What is read back after the backward pass, in this order.
+        let mut read = LossReads::default();
+        let (policy_at, value_at) = (read.push("policy", &policy_loss), read.push("value", &value_loss));
         let mut extra = Vec::new();
-        let scalar = |t: &Tensor<1>| t.clone().detach().into_scalar::<f32>() as f64;
-        let mut losses = Losses::default();
         if let Some(wdl) = out.wdl {
             // Soft target (win, draw, loss) with expectation `value`.
             let t: Vec<f32> = batch.iter().flat_map(|e| e.wdl.unwrap_or_else(|| wdl_of_value(e.value))).collect();
             let t = Tensor::<2>::from_data(TensorData::new(t, [b, 3]), &self.device);
             let ce = (t * log_softmax(wdl, 1)).sum_dim(1).mean().neg();
-            losses.wdl = scalar(&ce);
-            extra.push(("wdl", losses.wdl));
+            extra.push((LossKind::Wdl, read.push("wdl", &ce)));
             total = total + ce.mul_scalar(s.wdl_loss_weight);
         } else {
             total = total + value_loss.clone().mul_scalar(s.value_loss_weight);
@@ -399,7 +401,6 @@ impl Trainer {
             // Flat margin: squared error over the examples that have a target.
             let (mut m_t, mut m_mask) = (vec![0.0f32; b], vec![0.0f32; b]);
             let (mut o_t, mut o_mask) = (vec![0.0f32; b * area], vec![0.0f32; b * area]);
-            let mut q = vec![0.0f32; b * p_size];
             let (mut m_n, mut o_n, mut q_n) = (0usize, 0usize, 0usize);
             for (i, e) in batch.iter().enumerate() {
                 if let Some(m) = e.aux.flat_margin {
@@ -412,45 +413,60 @@ impl Trainer {
                     o_mask[i * area..(i + 1) * area].fill(1.0);
                     o_n += 1;
                 }
-                if let Some(pol) = &e.aux.opponent_policy {
-                    for &(mv, p) in pol {
-                        q[i * p_size + move_to_index(mv, n)] += p;
-                    }
-                    q_n += 1;
-                }
+                q_n += usize::from(e.aux.opponent_policy.is_some());
             }
             let t2 = |v: Vec<f32>, cols: usize| Tensor::<2>::from_data(TensorData::new(v, [b, cols]), &self.device);
             if m_n > 0 {
                 let d = (margin - t2(m_t, 1)) * t2(m_mask, 1);
                 let l = (d.clone() * d).sum().div_scalar(m_n as f32);
-                losses.flat_margin = scalar(&l);
-                extra.push(("flat margin", losses.flat_margin));
+                extra.push((LossKind::FlatMargin, read.push("flat margin", &l)));
                 total = total + l.mul_scalar(s.flat_margin_loss_weight);
             }
             if o_n > 0 {
                 let d = (own - t2(o_t, area)) * t2(o_mask, area);
                 let l = (d.clone() * d).sum().div_scalar((o_n * area) as f32);
-                losses.ownership = scalar(&l);
-                extra.push(("ownership", losses.ownership));
+                extra.push((LossKind::Ownership, read.push("ownership", &l)));
                 total = total + l.mul_scalar(s.ownership_loss_weight);
             }
             if q_n > 0 {
-                let l = (t2(q, p_size) * log_softmax(opp, 1)).sum().div_scalar(q_n as f32).neg();
-                losses.opponent_policy = scalar(&l);
-                extra.push(("opponent policy", losses.opponent_policy));
+                let none: &[(Move, f32)] = &[];
+                let q = PolicyTargets::new(
+                    batch.iter().map(|e| e.aux.opponent_policy.as_deref().unwrap_or(none)),
+                    n,
+                    &self.device,
+                );
+                let l = q.cross_entropy_sum(log_softmax(opp, 1), &self.device).div_scalar(q_n as f32);
+                extra.push((LossKind::OpponentPolicy, read.push("opponent policy", &l)));
                 total = total + l.mul_scalar(s.opponent_policy_loss_weight);
             }
         }
         let entropy = (logp.clone().exp() * logp).sum_dim(1).mean().neg();
-        losses.policy = scalar(&policy_loss);
-        losses.value = scalar(&value_loss);
-        losses.total = scalar(&total);
-        losses.entropy = scalar(&entropy);
+        let (total_at, entropy_at) = (read.push("total", &total), read.push("entropy", &entropy));
+        let grads = GradientsParams::from_grads(total.backward(), &model);
+        let mut check = GradCheck { grads: &grads, path: Vec::new(), names: Vec::new(), finite: Vec::new() };
+        model.visit(&mut check);
+        let (values, finite) = read.execute(check.finite)?;
+        let mut losses = Losses {
+            policy: values[policy_at],
+            value: values[value_at],
+            total: values[total_at],
+            entropy: values[entropy_at],
+            ..Losses::default()
+        };
+        for &(kind, at) in &extra {
+            let v = values[at];
+            match kind {
+                LossKind::Wdl => losses.wdl = v,
+                LossKind::FlatMargin => losses.flat_margin = v,
+                LossKind::Ownership => losses.ownership = v,
+                LossKind::OpponentPolicy => losses.opponent_policy = v,
+            }
+        }
         if !(losses.total.is_finite() && losses.policy.is_finite() && losses.value.is_finite())
-            || extra.iter().any(|(_, l)| !l.is_finite())
+            || extra.iter().any(|&(_, at)| !values[at].is_finite())
         {
             self.model = Some(model);
-            let extra: String = extra.iter().map(|(k, l)| format!(", {k} {l}")).collect();
+            let extra: String = extra.iter().map(|&(_, at)| format!(", {} {}", read.names[at], values[at])).collect();
             return Ok(StepOutcome::Skipped(format!(
                 "non-finite loss (policy {}, value {}{extra})",
                 losses.policy, losses.value
@@ -460,15 +476,104 @@ impl Trainer {
             self.model = Some(model);
             return Ok(StepOutcome::Skipped(format!("non-finite learning rate {lr}")));
         }
-        let grads = GradientsParams::from_grads(total.backward(), &model);
-        let mut check = GradCheck { grads: &grads, path: Vec::new(), bad: None };
-        model.visit(&mut check);
-        if let Some(name) = check.bad {
+        if let Some(i) = finite.iter().position(|&ok| !ok) {
             self.model = Some(model);
-            return Ok(StepOutcome::Skipped(format!("non-finite gradient of `{name}`")));
+            return Ok(StepOutcome::Skipped(format!("non-finite gradient of `{}`", check.names[i])));
         }
         self.model = Some(self.optim.step(lr, model, grads));
         Ok(StepOutcome::Trained(losses))
+    }
+}
+
+/// The auxiliary losses a step may have.
+#[derive(Clone, Copy)]
+enum LossKind {
+    Wdl,
+    FlatMargin,
+    Ownership,
+    OpponentPolicy,
+}
+
+/// The scalars a training step reads back, gathered so that one read brings them all.
+#[derive(Default)]
+struct LossReads {
+    names: Vec<&'static str>,
+    tensors: Vec<Tensor<1>>,
+}
+
+impl LossReads {
+    /// Registers a scalar loss (detached from the graph); its index in the values read.
+    fn push(&mut self, name: &'static str, loss: &Tensor<1>) -> usize {
+        self.names.push(name);
+        self.tensors.push(loss.clone().detach().inner());
+        self.tensors.len() - 1
+    }
+
+    /// One read of the losses and of the per-parameter finiteness flags.
+    fn execute(&self, finite: Vec<Tensor<1>>) -> Result<(Vec<f64>, Vec<bool>), TrainError> {
+        let n = self.tensors.len();
+        let all = Tensor::cat(self.tensors.iter().cloned().chain(finite).collect(), 0);
+        let data = all.try_into_data()?.convert::<f32>().try_into_vec::<f32>().expect("f32 after the conversion");
+        let values = data[..n].iter().map(|&v| v as f64).collect();
+        let finite = data[n..].iter().map(|&v| v > 0.5).collect();
+        Ok((values, finite))
+    }
+}
+
+/// The policy targets of a batch, in the form that suits the device: on a GPU sparse (per
+/// example the policy indices of its moves and their probabilities, padded to the batch's
+/// widest example with index 0 and probability 0, gathered against the log-softmax on
+/// the device), so that a few hundred numbers go up per example instead of a dense row of
+/// `policy_size(N)`; on the CPU dense (built in place, one multiply; the gather's
+/// backward, a scatter, costs the CPU more than the row it saves).
+enum PolicyTargets {
+    Dense(TensorData),
+    Sparse { indices: TensorData, probs: TensorData },
+}
+
+impl PolicyTargets {
+    fn new<'a>(
+        rows: impl ExactSizeIterator<Item = &'a [(Move, f32)]> + Clone,
+        size: usize,
+        device: &Device,
+    ) -> PolicyTargets {
+        let b = rows.len();
+        if crate::device::is_cpu(device) {
+            let p = crate::policy::policy_size(size);
+            let mut dense = vec![0.0f32; b * p];
+            for (i, row) in rows.enumerate() {
+                for &(mv, q) in row {
+                    dense[i * p + move_to_index(mv, size)] += q;
+                }
+            }
+            return PolicyTargets::Dense(TensorData::new(dense, [b, p]));
+        }
+        let width = rows.clone().map(|r| r.len()).max().unwrap_or(0).max(1);
+        let mut indices = vec![0i32; b * width];
+        let mut probs = vec![0.0f32; b * width];
+        for (i, row) in rows.enumerate() {
+            for (j, &(mv, q)) in row.iter().enumerate() {
+                indices[i * width + j] = move_to_index(mv, size) as i32;
+                probs[i * width + j] = q;
+            }
+        }
+        PolicyTargets::Sparse {
+            indices: TensorData::new(indices, [b, width]),
+            probs: TensorData::new(probs, [b, width]),
+        }
+    }
+
+    /// `-sum(target * logp)` over the batch (the sum of the examples' cross-entropies),
+    /// from the log-probabilities `[batch, policy_size]`.
+    fn cross_entropy_sum(&self, logp: Tensor<2>, device: &Device) -> Tensor<1> {
+        match self {
+            PolicyTargets::Dense(dense) => (Tensor::<2>::from_data(dense.clone(), device) * logp).sum().neg(),
+            PolicyTargets::Sparse { indices, probs } => {
+                let indices = Tensor::<2, Int>::from_data(indices.clone(), device);
+                let probs = Tensor::<2>::from_data(probs.clone(), device);
+                (logp.gather(1, indices) * probs).sum().neg()
+            }
+        }
     }
 }
 
@@ -498,11 +603,13 @@ fn check_batch(batch: &[TrainExample], size: usize) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// Finds the first parameter whose gradient holds a NaN or an infinity.
+/// Collects, per parameter with a gradient, its name and whether the gradient is finite
+/// (a one-element tensor, 1 or 0, left on the device: read with the losses).
 struct GradCheck<'a> {
     grads: &'a GradientsParams,
     path: Vec<String>,
-    bad: Option<String>,
+    names: Vec<String>,
+    finite: Vec<Tensor<1>>,
 }
 
 impl burn::module::ModuleVisitor for GradCheck<'_> {
@@ -515,13 +622,69 @@ impl burn::module::ModuleVisitor for GradCheck<'_> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
-        if self.bad.is_some() {
-            return;
+        if let Some(g) = self.grads.get::<D>(param.id) {
+            self.names.push(self.path.join("."));
+            self.finite.push(g.is_finite().all().float());
         }
-        if let Some(g) = self.grads.get::<D>(param.id)
-            && !g.is_finite().all().into_scalar::<bool>()
-        {
-            self.bad = Some(self.path.join("."));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::policy_size;
+
+    /// Both forms of the policy targets give the dense formula's cross-entropy: rows of
+    /// different lengths (the padding counts for nothing), a move listed twice, an empty row.
+    #[test]
+    fn both_forms_of_policy_targets_give_the_same_cross_entropy() {
+        let size = 4;
+        let device = crate::device::cpu();
+        let positions: Vec<Position> = ["", "a1 d4 b2", "a1 d4 b2 c3 Sb3 d2"]
+            .iter()
+            .map(|ptn| {
+                let mut pos = Position::new(size).unwrap();
+                for m in ptn.split_whitespace() {
+                    pos.play(bredon_rules::notation::ptn::parse_move(m, size).unwrap()).unwrap();
+                }
+                pos
+            })
+            .collect();
+        let rows: Vec<Vec<(Move, f32)>> =
+            vec![positions[0].legal_moves().iter().map(|&m| (m, 1.0 / 16.0)).take(16).collect(), vec![], {
+                let moves = positions[2].legal_moves();
+                vec![(moves[0], 0.5), (moves[3], 0.25), (moves[0], 0.25)]
+            }];
+        let p = policy_size(size);
+        let logits: Vec<f32> = (0..rows.len() * p).map(|i| ((i * 7919) % 113) as f32 / 17.0 - 3.0).collect();
+        let logp = log_softmax(Tensor::<2>::from_data(TensorData::new(logits, [rows.len(), p]), &device), 1);
+        let mut dense = vec![0.0f32; rows.len() * p];
+        for (i, row) in rows.iter().enumerate() {
+            for &(mv, q) in row {
+                dense[i * p + move_to_index(mv, size)] += q;
+            }
+        }
+        let dense = Tensor::<2>::from_data(TensorData::new(dense, [rows.len(), p]), &device);
+        let want = (dense * logp.clone()).sum().neg().into_scalar::<f32>();
+        assert!(want > 1.0, "{want}");
+        // The CPU's form (dense), and the GPU's (sparse) built by hand on the CPU.
+        let cpu = PolicyTargets::new(rows.iter().map(|r| r.as_slice()), size, &device);
+        assert!(matches!(cpu, PolicyTargets::Dense(_)));
+        let width = rows.iter().map(|r| r.len()).max().unwrap();
+        let (mut indices, mut probs) = (vec![0i32; rows.len() * width], vec![0.0f32; rows.len() * width]);
+        for (i, row) in rows.iter().enumerate() {
+            for (j, &(mv, q)) in row.iter().enumerate() {
+                indices[i * width + j] = move_to_index(mv, size) as i32;
+                probs[i * width + j] = q;
+            }
+        }
+        let sparse = PolicyTargets::Sparse {
+            indices: TensorData::new(indices, [rows.len(), width]),
+            probs: TensorData::new(probs, [rows.len(), width]),
+        };
+        for (form, targets) in [("dense", cpu), ("sparse", sparse)] {
+            let got = targets.cross_entropy_sum(logp.clone(), &device).into_scalar::<f32>();
+            assert!((got - want).abs() <= 1e-5 * want.abs(), "{form} {got}, by hand {want}");
         }
     }
 }
