@@ -341,12 +341,7 @@ pub fn forward_timed(
     t.readback = clock.elapsed();
     let clock = Instant::now();
     let evaluations = match &gather {
-        Some(g) => g
-            .split(&policy)
-            .into_iter()
-            .zip(&values)
-            .map(|(policy, &v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
-            .collect(),
+        Some(g) => priors_to_evaluations(g.split(&policy), values),
         None => to_evaluations(&policy, &values, legal, size),
     };
     t.convert = clock.elapsed();
@@ -364,6 +359,16 @@ fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize
             draw: None,
             margin: None,
         })
+        .collect()
+}
+
+/// Evaluations from priors already over each position's legal moves (computed on the
+/// device) and the values.
+fn priors_to_evaluations(priors: Vec<Vec<f32>>, values: Vec<f32>) -> Vec<Evaluation> {
+    priors
+        .into_iter()
+        .zip(values)
+        .map(|(policy, v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
         .collect()
 }
 
@@ -632,7 +637,7 @@ impl InferenceService {
                 .name(name)
                 .spawn(move || {
                     if shards == 1 {
-                        serve(Engine::new(model, size, kind), size, max_batch, rx, &st);
+                        serve(Engine::new(model, size, kind), max_batch, rx, &st);
                     } else {
                         // A pool of one: the fast path sizes its scratch space and splits
                         // its batches by the pool it is built and run in.
@@ -641,7 +646,7 @@ impl InferenceService {
                             .thread_name(move |_| format!("bredon-inference-{i}"))
                             .build()
                             .expect("a one-thread pool for an inference shard");
-                        alone.install(|| serve(Engine::new(model, size, kind), size, max_batch, rx, &st));
+                        alone.install(|| serve(Engine::new(model, size, kind), max_batch, rx, &st));
                     }
                 })
                 .expect("spawn inference thread");
@@ -711,9 +716,9 @@ impl InferenceService {
 // Dropping the service without `shutdown` detaches the thread: it ends by itself when
 // the last handle is dropped.
 
-fn serve(engine: Engine, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+fn serve(engine: Engine, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     match engine {
-        Engine::Fast(net) => serve_fast(&net, size, max_batch, rx, stats),
+        Engine::Fast(net) => serve_fast(&net, net.size(), max_batch, rx, stats),
         Engine::Burn(model, size) => serve_burn(&model, size, max_batch, rx, stats),
     }
 }
@@ -883,11 +888,7 @@ impl Evaluator for InferenceHandle {
                 let converting = Instant::now();
                 let evaluations = match reply {
                     Reply::Logits(logits, values) => to_evaluations(&logits, &values, legal, self.size),
-                    Reply::Priors(priors, values) => priors
-                        .into_iter()
-                        .zip(values)
-                        .map(|(policy, v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
-                        .collect(),
+                    Reply::Priors(priors, values) => priors_to_evaluations(priors, values),
                 };
                 add_time(&self.stats.round_trip, converting - sent);
                 add_time(&self.stats.convert, converting.elapsed());

@@ -532,22 +532,30 @@ enum PolicyTargets {
 }
 
 impl PolicyTargets {
+    /// The form for `device`: dense on the CPU, sparse elsewhere.
     fn new<'a>(
         rows: impl ExactSizeIterator<Item = &'a [(Move, f32)]> + Clone,
         size: usize,
         device: &Device,
     ) -> PolicyTargets {
-        let b = rows.len();
-        if crate::device::is_cpu(device) {
-            let p = crate::policy::policy_size(size);
-            let mut dense = vec![0.0f32; b * p];
-            for (i, row) in rows.enumerate() {
-                for &(mv, q) in row {
-                    dense[i * p + move_to_index(mv, size)] += q;
-                }
+        if crate::device::is_cpu(device) { PolicyTargets::dense(rows, size) } else { PolicyTargets::sparse(rows, size) }
+    }
+
+    /// A dense row of `policy_size(size)` per example (a move listed twice adds up).
+    fn dense<'a>(rows: impl ExactSizeIterator<Item = &'a [(Move, f32)]>, size: usize) -> PolicyTargets {
+        let (b, p) = (rows.len(), crate::policy::policy_size(size));
+        let mut dense = vec![0.0f32; b * p];
+        for (i, row) in rows.enumerate() {
+            for &(mv, q) in row {
+                dense[i * p + move_to_index(mv, size)] += q;
             }
-            return PolicyTargets::Dense(TensorData::new(dense, [b, p]));
         }
+        PolicyTargets::Dense(TensorData::new(dense, [b, p]))
+    }
+
+    /// Per example its moves' indices and probabilities, padded to the widest example.
+    fn sparse<'a>(rows: impl ExactSizeIterator<Item = &'a [(Move, f32)]> + Clone, size: usize) -> PolicyTargets {
+        let b = rows.len();
         let width = rows.clone().map(|r| r.len()).max().unwrap_or(0).max(1);
         let mut indices = vec![0i32; b * width];
         let mut probs = vec![0.0f32; b * width];
@@ -667,21 +675,11 @@ mod tests {
         let dense = Tensor::<2>::from_data(TensorData::new(dense, [rows.len(), p]), &device);
         let want = (dense * logp.clone()).sum().neg().into_scalar::<f32>();
         assert!(want > 1.0, "{want}");
-        // The CPU's form (dense), and the GPU's (sparse) built by hand on the CPU.
+        // The CPU's form (dense), and the GPU's (sparse), both run here on the CPU.
         let cpu = PolicyTargets::new(rows.iter().map(|r| r.as_slice()), size, &device);
         assert!(matches!(cpu, PolicyTargets::Dense(_)));
-        let width = rows.iter().map(|r| r.len()).max().unwrap();
-        let (mut indices, mut probs) = (vec![0i32; rows.len() * width], vec![0.0f32; rows.len() * width]);
-        for (i, row) in rows.iter().enumerate() {
-            for (j, &(mv, q)) in row.iter().enumerate() {
-                indices[i * width + j] = move_to_index(mv, size) as i32;
-                probs[i * width + j] = q;
-            }
-        }
-        let sparse = PolicyTargets::Sparse {
-            indices: TensorData::new(indices, [rows.len(), width]),
-            probs: TensorData::new(probs, [rows.len(), width]),
-        };
+        let sparse = PolicyTargets::sparse(rows.iter().map(|r| r.as_slice()), size);
+        assert!(matches!(sparse, PolicyTargets::Sparse { .. }));
         for (form, targets) in [("dense", cpu), ("sparse", sparse)] {
             let got = targets.cross_entropy_sum(logp.clone(), &device).into_scalar::<f32>();
             assert!((got - want).abs() <= 1e-5 * want.abs(), "{form} {got}, by hand {want}");
