@@ -78,6 +78,7 @@ def main() -> int:
     # sum |margin error| over flat-win and drawn games, their positions]
     table = defaultdict(lambda: [0, 0.0, 0, 0.0, 0])
     by_result = defaultdict(lambda: [0, 0.0, 0])
+    by_reserves = defaultdict(lambda: [0, 0.0, 0])
     for i, rec in enumerate(games):
         ptn = (root / rec["ptn_file"]).read_text()
         query = {"id": str(i), "ptn": ptn, "visits": args.visits, "komi": rec["half_komi"] / 2,
@@ -108,6 +109,10 @@ def main() -> int:
             reserves = min(wl, bl)
             key = (bucket(reserves, [(0, 2), (3, 5), (6, 9), (10, 14), (15, 999)]),
                    bucket(empty, [(0, 2), (3, 5), (6, 9), (10, 999)]))
+            total = by_reserves[key[0]]
+            total[0] += 1
+            total[1] += err * err
+            total[2] += int(truth != 0 and a["value"] * truth < 0)
             row = table[key]
             row[0] += 1
             row[1] += err * err
@@ -134,6 +139,13 @@ def main() -> int:
         n, sq, wrong, merr, mn = table[key]
         margin = f"{merr / mn:.2f}" if mn else "-"
         print(f"| {key[0]} | {key[1]} | {n} | {sq / n:.3f} | {100 * wrong / n:.1f} % | {margin} |")
+    print()
+    print("All positions, by the reserves left only (the figures to compare two networks by):")
+    print("| reserves | positions | value MSE | wrong side |")
+    print("|---|---|---|---|")
+    for key in sorted(by_reserves, key=lambda k: int(k.split("-")[0].rstrip("+"))):
+        n, sq, wrong = by_reserves[key]
+        print(f"| {key} | {n} | {sq / n:.3f} | {100 * wrong / n:.1f} % |")
     print()
     print(f"{args.player} to move, by how its game ended and the reserves left:")
     print("| game | reserves | positions | value MSE | wrong side |")

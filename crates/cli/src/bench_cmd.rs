@@ -385,7 +385,7 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
         selfplay: cfg.selfplay.clone(),
         model: "bench".into(),
         seed: cfg.schedule.seed,
-        reanalyse_from: Arc::from(Vec::new()),
+        stored_games: Arc::from(Vec::new()),
     };
     let stop = Arc::new(AtomicBool::new(false));
     if let Some(limit) = args.max_seconds {

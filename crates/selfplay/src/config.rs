@@ -114,8 +114,20 @@ pub struct SelfPlayConfig {
     /// playing a new one. Its training positions get fresh policy targets and root values
     /// (a full search each); moves and results stay the stored game's. 0 = off; below 1.
     pub reanalyse: f64,
-    /// The stored games reanalysis draws from: the newest this-many of the run.
+    /// The stored games reanalysis and endgame starts draw from: the newest this-many of
+    /// the run.
     pub reanalyse_games: usize,
+    /// Endgame starts (KataGo-style branching from stored games, aimed at the flat race):
+    /// this share of each generation's game slots takes a stored game of the run that
+    /// reached an endgame (see `endgame_reserves`), replays it to one of its endgame
+    /// positions drawn at random, and plays on from there with the usual searches. The
+    /// replayed moves are not training samples; the plies played on are, and the result is
+    /// the new one. Endgames are short, so this buys many more late-game samples per
+    /// CPU-hour. 0 = off; with `reanalyse`, below 1 together.
+    pub endgame_starts: f64,
+    /// An endgame position for `endgame_starts`: the fewer pieces in hand (stones and
+    /// capstones) of the two sides is at most this.
+    pub endgame_reserves: u32,
 }
 
 impl SelfPlayConfig {
@@ -162,6 +174,8 @@ impl Default for SelfPlayConfig {
             visits_start_fraction: 0.25,
             reanalyse: 0.0,
             reanalyse_games: 2000,
+            endgame_starts: 0.0,
+            endgame_reserves: 8,
         }
     }
 }
@@ -414,6 +428,13 @@ impl RunConfig {
         }
         if !(0.0..1.0).contains(&s.reanalyse) {
             invalid!("selfplay.reanalyse = {} must be in [0, 1): a run needs new games too", s.reanalyse);
+        }
+        if !(0.0..1.0).contains(&s.endgame_starts) || s.reanalyse + s.endgame_starts >= 1.0 {
+            invalid!(
+                "selfplay.endgame_starts = {} must be in [0, 1) and, with selfplay.reanalyse = {}, below 1 together: a run needs games from the start too",
+                s.endgame_starts,
+                s.reanalyse
+            );
         }
         if !(s.visits_start_fraction > 0.0 && s.visits_start_fraction <= 1.0) {
             invalid!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);

@@ -104,6 +104,10 @@ pub struct GenerationSummary {
     /// reanalyse`; not counted in `games`).
     #[serde(skip_serializing_if = "is_zero")]
     pub reanalysed: usize,
+    /// Games played on from a stored game's endgame (`[selfplay] endgame_starts`; not
+    /// counted in `games`, nor in the win rates and lengths).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub endgame_games: usize,
     /// Training samples those games added.
     pub new_samples: usize,
     /// Replay window size used.
@@ -614,7 +618,7 @@ fn self_play_service(ctx: &Ctx, learner: &Learner, current: Generation) -> Resul
 }
 
 /// The self-play job of `generation`'s games, played by the weights of `player`; with
-/// `[selfplay] reanalyse`, the run's stored games it may reanalyse.
+/// `[selfplay] reanalyse` or `endgame_starts`, the run's stored games its slots may draw.
 fn selfplay_job(
     cfg: &RunConfig,
     run: &RunDir,
@@ -622,7 +626,7 @@ fn selfplay_job(
     player: Generation,
     generation: Generation,
 ) -> Result<SelfPlayJob> {
-    let reanalyse_from = if cfg.selfplay.reanalyse > 0.0 {
+    let stored_games = if cfg.selfplay.reanalyse > 0.0 || cfg.selfplay.endgame_starts > 0.0 {
         reanalyse_candidates(&run.games_dir(), cfg.selfplay.reanalyse_games)?
     } else {
         Arc::from(Vec::new())
@@ -633,7 +637,7 @@ fn selfplay_job(
         selfplay: selfplay_at(cfg, generation),
         model: player.to_string(),
         seed: cfg.schedule.seed ^ ((generation.number() as u64) << 32),
-        reanalyse_from,
+        stored_games,
     })
 }
 
@@ -649,6 +653,7 @@ fn selfplay_at(cfg: &RunConfig, generation: Generation) -> crate::config::SelfPl
 struct PlayStats {
     played: usize,
     reanalysed: usize,
+    endgames: usize,
     white: usize,
     black: usize,
     draws: usize,
@@ -661,6 +666,7 @@ impl PlayStats {
     fn add(&mut self, o: &PlayStats) {
         self.played += o.played;
         self.reanalysed += o.reanalysed;
+        self.endgames += o.endgames;
         self.white += o.white;
         self.black += o.black;
         self.draws += o.draws;
@@ -675,6 +681,7 @@ impl PlayStats {
         let secs = self.secs.max(1e-9);
         s.games = self.played;
         s.reanalysed = self.reanalysed;
+        s.endgame_games = self.endgames;
         s.white_wins = self.white as f64 / n;
         s.black_wins = self.black as f64 / n;
         s.draws = self.draws as f64 / n;
@@ -709,6 +716,10 @@ fn play(
         pb.inc(1);
         if g.reanalysed {
             st.reanalysed += 1;
+            return;
+        }
+        if g.endgame_from.is_some() {
+            st.endgames += 1;
             return;
         }
         st.played += 1;
@@ -815,6 +826,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.reanalysed > 0 {
         evals.push_str(&format!(" | {} stored games reanalysed", s.reanalysed));
     }
+    if s.endgame_games > 0 {
+        evals.push_str(&format!(" | {} games from stored endgames", s.endgame_games));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -849,6 +863,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("throughput/evals_per_sec".into(), s.evals_per_sec),
         ("throughput/games_per_hour".into(), s.games_per_hour),
         ("selfplay/reanalysed_games".into(), s.reanalysed as f64),
+        ("selfplay/endgame_games".into(), s.endgame_games as f64),
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation.number() as f64),
     ];

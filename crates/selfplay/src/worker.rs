@@ -1,7 +1,8 @@
 //! The self-play worker pool: many games at once, each in its own thread, all sharing one
 //! evaluator (normally the batching inference service, which merges their leaf batches).
 //! A share of the pool's game slots can re-search stored games instead of playing new
-//! ones ([`reanalyse_game`], `[selfplay] reanalyse`).
+//! ones ([`reanalyse_game`], `[selfplay] reanalyse`), and a share can play on from a
+//! stored game's endgame ([`endgame_start`], `[selfplay] endgame_starts`).
 
 use crate::error::{Result, RunError};
 use bredon_mcts::{Evaluator, Search, SearchConfig};
@@ -29,9 +30,10 @@ pub struct SelfPlayJob {
     pub model: String,
     /// Seed; each game derives its own RNG from it and the game's index.
     pub seed: u64,
-    /// Stored games (`.game` files of this run) that slots may reanalyse
-    /// (`[selfplay] reanalyse` of them); empty: every slot plays a new game.
-    pub reanalyse_from: Arc<[PathBuf]>,
+    /// Stored games (`.game` files of this run) that slots may reanalyse (`[selfplay]
+    /// reanalyse`) or start from one of their endgames (`endgame_starts`); empty: every
+    /// slot plays a new game from the start.
+    pub stored_games: Arc<[PathBuf]>,
 }
 
 /// What a finished game reports to the caller.
@@ -50,24 +52,47 @@ pub struct GameSummary {
     pub false_resignation: Option<bool>,
     /// A stored game re-searched ([`reanalyse_game`]), not a new one.
     pub reanalysed: bool,
+    /// The game was played on from a stored game's endgame ([`endgame_start`]) after this
+    /// many replayed plies (not samples); `None` for a game from the start.
+    pub endgame_from: Option<usize>,
 }
 
 /// Suffix of the id of a reanalysed record (`<index>-<pid>-reanalysed.game`): such
 /// records are not reanalysed again (their source is).
 pub const REANALYSED_SUFFIX: &str = "-reanalysed";
 
-/// Plays one self-play game.
+/// Suffix of the id of a game played on from a stored game's endgame
+/// (`<index>-<pid>-endgame.game`).
+pub const ENDGAME_SUFFIX: &str = "-endgame";
+
+/// Plays one self-play game from the start.
 pub fn play_game(
     job: &SelfPlayJob,
     evaluator: &dyn Evaluator,
     game_index: u64,
     stop: &AtomicBool,
 ) -> Result<Option<(GameRecord, GameSummary)>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    play_on(job, evaluator, Vec::new(), rng, stop)
+}
+
+/// Plays a self-play game on from the position after `prefix` (replayed plies, kept in
+/// the record as they are: not samples unless they were), with the job's searches.
+fn play_on(
+    job: &SelfPlayJob,
+    evaluator: &dyn Evaluator,
+    prefix: Vec<PlyRecord>,
+    mut rng: ChaCha8Rng,
+    stop: &AtomicBool,
+) -> Result<Option<(GameRecord, GameSummary)>> {
     let cfg = &job.selfplay;
     let mut pos = Position::with_options(job.options)?;
+    for ply in &prefix {
+        pos.play(Move(ply.mv))?;
+    }
+    let replayed = prefix.len();
     let mut search = Search::new(pos.clone(), job.search.clone());
-    let mut plies = Vec::new();
+    let mut plies = prefix;
     let may_resign = cfg.resign_threshold > 0.0 && !rng.random_bool(cfg.resign_playthrough);
     let mut would_resign: Option<bredon_rules::Color> = None;
     let mut resigned = None;
@@ -115,7 +140,7 @@ pub fn play_game(
     };
     let summary = GameSummary {
         plies: plies.len(),
-        samples: plies.iter().filter(|p| !p.visits.is_empty()).count(),
+        samples: plies.iter().filter(|p| p.is_sample()).count(),
         result,
         resigned: resigned.is_some(),
         false_resignation: match (resigned, would_resign) {
@@ -123,6 +148,7 @@ pub fn play_game(
             _ => None,
         },
         reanalysed: false,
+        endgame_from: (replayed > 0).then_some(replayed),
     };
     let record = GameRecord {
         size: job.options.size as u8,
@@ -190,45 +216,124 @@ pub fn reanalyse_game(
         resigned: false,
         false_resignation: None,
         reanalysed: true,
+        endgame_from: None,
     };
     Ok(Some((record, summary)))
 }
 
-/// The stored game slot `game_index` reanalyses, if any: with probability `[selfplay]
-/// reanalyse`, one of `job.reanalyse_from` drawn at random (by the slot's own RNG, so a
-/// resumed generation draws the same).
-fn reanalyse_source(job: &SelfPlayJob, game_index: u64) -> Option<&Path> {
-    let share = job.selfplay.reanalyse.clamp(0.0, 1.0);
-    if share == 0.0 || job.reanalyse_from.is_empty() {
-        return None;
+/// The plies after which `source` stands in an endgame: the game is not over and the
+/// fewer pieces in hand (stones and capstones) of the two sides is at most `reserves`.
+/// Empty if the game ended before one (a road win in the middlegame, say).
+pub fn endgame_plies(source: &GameRecord, reserves: u32) -> Result<Vec<usize>> {
+    let mut pos = Position::with_options(source.options())?;
+    let mut found = Vec::new();
+    for (i, ply) in source.plies.iter().enumerate() {
+        if i > 0 && pos.result().is_none() {
+            let left = |c| {
+                let (stones, caps) = pos.reserves(c);
+                u32::from(stones) + u32::from(caps)
+            };
+            if left(bredon_rules::Color::White).min(left(bredon_rules::Color::Black)) <= reserves {
+                found.push(i);
+            }
+        }
+        pos.play(Move(ply.mv))?;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    rng.random_bool(share).then(|| job.reanalyse_from[rng.random_range(0..job.reanalyse_from.len())].as_path())
+    Ok(found)
 }
 
-/// Plays (or reanalyses, [`reanalyse_source`]) the game of slot `index`. A source that
-/// cannot be read, or is of another board size or komi, gives way to a new game (with a
-/// warning): it is old data, and the slot is still filled.
+/// Plays on from one of `source`'s endgame positions ([`endgame_plies`] with `[selfplay]
+/// endgame_reserves`), drawn at random: the source's moves up to it are replayed as
+/// plies that are not samples, then the game goes on with the job's searches as a new
+/// game would, to its own result. `Ok(None)` with `stop`, and when `source` never reached
+/// an endgame (the caller plays a new game instead).
+pub fn endgame_start(
+    job: &SelfPlayJob,
+    evaluator: &dyn Evaluator,
+    source: &GameRecord,
+    game_index: u64,
+    stop: &AtomicBool,
+) -> Result<Option<(GameRecord, GameSummary)>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xE9D6);
+    let starts = endgame_plies(source, job.selfplay.endgame_reserves)?;
+    if starts.is_empty() {
+        return Ok(None);
+    }
+    let at = starts[rng.random_range(0..starts.len())];
+    let prefix =
+        source.plies[..at].iter().map(|p| PlyRecord { mv: p.mv, visits: Vec::new(), root_value: p.root_value });
+    play_on(job, evaluator, prefix.collect(), rng, stop)
+}
+
+/// What a game slot does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot<'a> {
+    /// A new game from the start.
+    New,
+    /// Reanalyse this stored game ([`reanalyse_game`]).
+    Reanalyse(&'a Path),
+    /// Play on from one of this stored game's endgames ([`endgame_start`]).
+    Endgame(&'a Path),
+}
+
+/// What slot `game_index` does: with probability `[selfplay] reanalyse` it reanalyses,
+/// with probability `endgame_starts` it starts from an endgame, each of a stored game
+/// drawn at random from `job.stored_games` (by the slot's own RNG, so a resumed
+/// generation draws the same); otherwise, or with no stored games, it plays a new game.
+fn slot_kind(job: &SelfPlayJob, game_index: u64) -> Slot<'_> {
+    let cfg = &job.selfplay;
+    let (reanalyse, endgame) = (cfg.reanalyse.clamp(0.0, 1.0), cfg.endgame_starts.clamp(0.0, 1.0));
+    if job.stored_games.is_empty() || reanalyse + endgame == 0.0 {
+        return Slot::New;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let draw: f64 = rng.random();
+    if draw >= reanalyse + endgame {
+        return Slot::New;
+    }
+    let source = job.stored_games[rng.random_range(0..job.stored_games.len())].as_path();
+    if draw < reanalyse { Slot::Reanalyse(source) } else { Slot::Endgame(source) }
+}
+
+/// Plays, reanalyses or starts from an endgame ([`slot_kind`]) the game of slot `index`.
+/// A source that cannot be read, is of another board size or komi, or (for an endgame
+/// start) never reached an endgame gives way to a new game (with a warning for the first
+/// two): it is old data, and the slot is still filled.
 fn fill_slot(
     job: &SelfPlayJob,
     evaluator: &dyn Evaluator,
     index: u64,
     stop: &AtomicBool,
 ) -> Result<Option<(GameRecord, GameSummary)>> {
-    if let Some(path) = reanalyse_source(job, index) {
-        match GameRecord::load(path) {
-            Ok((source, _, _)) if source.options() == job.options => {
-                return reanalyse_game(job, evaluator, &source, index, stop);
-            }
-            Ok(_) => eprintln!("warning: not reanalysing {} (another size or komi)", path.display()),
-            Err(e) => eprintln!("warning: not reanalysing a damaged record: {}", bredon_storage::error_chain(&e)),
+    let (path, reanalyse) = match slot_kind(job, index) {
+        Slot::New => return play_game(job, evaluator, index, stop),
+        Slot::Reanalyse(path) => (path, true),
+        Slot::Endgame(path) => (path, false),
+    };
+    let source = match GameRecord::load(path) {
+        Ok((source, _, _)) if source.options() == job.options => source,
+        Ok(_) => {
+            eprintln!("warning: not using stored game {} (another size or komi)", path.display());
+            return play_game(job, evaluator, index, stop);
         }
+        Err(e) => {
+            eprintln!("warning: not using a damaged stored game: {}", bredon_storage::error_chain(&e));
+            return play_game(job, evaluator, index, stop);
+        }
+    };
+    if reanalyse {
+        return reanalyse_game(job, evaluator, &source, index, stop);
     }
-    play_game(job, evaluator, index, stop)
+    match endgame_start(job, evaluator, &source, index, stop)? {
+        Some(game) => Ok(Some(game)),
+        None if stop.load(Ordering::Relaxed) => Ok(None),
+        None => play_game(job, evaluator, index, stop),
+    }
 }
 
-/// The stored games of `games_dir` that reanalysis may draw from: the newest `newest`
-/// records (by model directory, then name) that are not reanalysed records themselves.
+/// The stored games of `games_dir` that reanalysis and endgame starts may draw from: the
+/// newest `newest` records (by model directory, then name) that are not reanalysed
+/// records themselves.
 pub fn reanalyse_candidates(games_dir: &Path, newest: usize) -> Result<Arc<[PathBuf]>> {
     let mut files = crate::replay::list_game_files(games_dir)?;
     files.retain(|p| !p.file_stem().is_some_and(|s| s.to_string_lossy().ends_with(REANALYSED_SUFFIX)));
@@ -267,7 +372,11 @@ pub fn run_pool(
                     let index = first_index + i as u64;
                     match fill_slot(job, evaluator.as_ref(), index, stop) {
                         Ok(Some((record, summary))) => {
-                            let suffix = if summary.reanalysed { REANALYSED_SUFFIX } else { "" };
+                            let suffix = match (summary.reanalysed, summary.endgame_from) {
+                                (true, _) => REANALYSED_SUFFIX,
+                                (false, Some(_)) => ENDGAME_SUFFIX,
+                                (false, None) => "",
+                            };
                             let id = format!("{index:08}-{}{suffix}", std::process::id());
                             let stored = store_game(games_dir, &record, &id).map(|_| summary);
                             if tx.send(stored).is_err() {
@@ -300,7 +409,7 @@ mod tests {
     use bredon_mcts::UniformEvaluator;
 
     /// A 4x4 job: PUCT with `visits` visits per full search, half the moves searched fully.
-    fn job(visits: u32, reanalyse: f64, reanalyse_from: Vec<PathBuf>) -> SelfPlayJob {
+    fn job(visits: u32, reanalyse: f64, stored_games: Vec<PathBuf>) -> SelfPlayJob {
         SelfPlayJob {
             options: GameOptions::new(4),
             search: SearchConfig::default(),
@@ -315,7 +424,7 @@ mod tests {
             },
             model: format!("v{visits}"),
             seed: 11,
-            reanalyse_from: reanalyse_from.into(),
+            stored_games: stored_games.into(),
         }
     }
 
@@ -377,7 +486,7 @@ mod tests {
         assert!((3..=13).contains(&reanalysed), "about half of 16 slots: {reanalysed}");
         // The slot's draw is its own: the same index, the same source.
         for i in 0..16 {
-            assert_eq!(reanalyse_source(&job, i), reanalyse_source(&job, i));
+            assert_eq!(slot_kind(&job, i), slot_kind(&job, i));
         }
         let files: Vec<PathBuf> = std::fs::read_dir(&new).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(files.iter().filter(|p| p.extension().is_some_and(|e| e == "game")).count(), 16);
@@ -394,5 +503,119 @@ mod tests {
         let all = reanalyse_candidates(games.path(), 1000).unwrap();
         assert_eq!(all.len(), 6 + 16 - reanalysed);
         assert!(all.iter().all(|p| !p.to_string_lossy().contains(REANALYSED_SUFFIX)));
+    }
+
+    /// A 4x4 game from the start that reached an endgame (the fewer pieces in hand at
+    /// most 5), played by the uniform evaluator, with the first index from `from` that
+    /// gives one.
+    fn game_with_endgame(from: u64) -> GameRecord {
+        let stop = AtomicBool::new(false);
+        (from..from + 50)
+            .map(|i| play_game(&job(4, 0.0, vec![]), &UniformEvaluator, i, &stop).unwrap().unwrap().0)
+            .find(|g| !endgame_plies(g, 5).unwrap().is_empty())
+            .expect("one of 50 uniform 4x4 games reaches an endgame")
+    }
+
+    #[test]
+    fn endgame_plies_are_the_live_positions_with_few_pieces_in_hand() {
+        let game = game_with_endgame(0);
+        let plies = endgame_plies(&game, 5).unwrap();
+        let mut pos = Position::with_options(game.options()).unwrap();
+        for (i, ply) in game.plies.iter().enumerate() {
+            let fewest = [bredon_rules::Color::White, bredon_rules::Color::Black]
+                .map(|c| {
+                    let (stones, caps) = pos.reserves(c);
+                    u32::from(stones) + u32::from(caps)
+                })
+                .into_iter()
+                .min()
+                .unwrap();
+            let endgame = i > 0 && pos.result().is_none() && fewest <= 5;
+            assert_eq!(plies.contains(&i), endgame, "ply {i}: {fewest} in hand");
+            pos.play(Move(ply.mv)).unwrap();
+        }
+        // Fewer allowed in hand, fewer positions; none with nothing allowed before the end.
+        assert!(endgame_plies(&game, 2).unwrap().len() < plies.len());
+        assert!(endgame_plies(&game, 20).unwrap().len() > plies.len());
+    }
+
+    #[test]
+    fn an_endgame_start_replays_the_source_and_plays_on_to_its_own_result() {
+        let stop = AtomicBool::new(false);
+        let source = game_with_endgame(100);
+        let mut job = job(16, 0.0, vec![]);
+        job.selfplay.endgame_reserves = 5;
+        let starts = endgame_plies(&source, 5).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for index in 0..12 {
+            let (record, summary) = endgame_start(&job, &UniformEvaluator, &source, index, &stop).unwrap().unwrap();
+            let at = summary.endgame_from.expect("an endgame start says where it started");
+            assert!(starts.contains(&at), "started at ply {at}, not an endgame: {starts:?}");
+            seen.insert(at);
+            assert!(!summary.reanalysed);
+            assert_eq!(record.model, "v16");
+            // The replayed plies are the source's, and not samples; the game goes on past
+            // them, and its record replays to a finished game (the result is its own).
+            for (old, new) in source.plies[..at].iter().zip(&record.plies) {
+                assert_eq!((old.mv, new.visits.is_empty()), (new.mv, true));
+            }
+            assert!(record.plies.len() > at);
+            let mut pos = Position::with_options(record.options()).unwrap();
+            for p in &record.plies {
+                pos.play(Move(p.mv)).unwrap();
+            }
+            assert!(pos.result().is_some() || record.plies.len() == job.selfplay.max_plies);
+            assert_eq!(summary.samples, record.plies[at..].iter().filter(|p| p.is_sample()).count());
+            assert_eq!(record.samples().unwrap().len(), summary.samples);
+        }
+        assert!(seen.len() > 1 || starts.len() == 1, "the start is drawn: {seen:?} of {starts:?}");
+        // A game that never reached an endgame gives no start (the slot plays a new game).
+        job.selfplay.endgame_reserves = 0;
+        let early = endgame_plies(&source, 0).unwrap().is_empty();
+        let none = endgame_start(&job, &UniformEvaluator, &source, 0, &stop).unwrap().is_none();
+        assert_eq!(early, none);
+        // Stopped: nothing.
+        job.selfplay.endgame_reserves = 5;
+        stop.store(true, Ordering::Relaxed);
+        assert!(endgame_start(&job, &UniformEvaluator, &source, 0, &stop).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_pool_starts_a_share_of_its_slots_from_stored_endgames() {
+        let stop = AtomicBool::new(false);
+        let games = tempfile::tempdir().unwrap();
+        let (old, new) = (games.path().join("gen-0000"), games.path().join("gen-0001"));
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::create_dir_all(&new).unwrap();
+        let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
+        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator.clone(), &old, 8, 0, &stop, |_| {}).unwrap(), 8);
+        let sources = reanalyse_candidates(games.path(), 100).unwrap();
+        let mut job = job(16, 0.25, sources.to_vec());
+        job.selfplay.endgame_starts = 0.5;
+        job.selfplay.endgame_reserves = 12; // nearly every 4x4 game has one, from ply 5 on
+        let (mut reanalysed, mut endgames) = (0, 0);
+        let stored = run_pool(&job, evaluator, &new, 24, 0, &stop, |g| {
+            reanalysed += usize::from(g.reanalysed);
+            endgames += usize::from(g.endgame_from.is_some());
+        })
+        .unwrap();
+        assert_eq!(stored, 24);
+        assert!((5..=19).contains(&endgames), "about half of 24 slots: {endgames}");
+        assert!((1..=12).contains(&reanalysed), "about a quarter of 24 slots: {reanalysed}");
+        let named: Vec<PathBuf> = std::fs::read_dir(&new)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with("-endgame.game"))
+            .collect();
+        assert_eq!(named.len(), endgames);
+        for path in &named {
+            let (record, samples, _) = GameRecord::load(path).unwrap();
+            // Each continues the opening of one of the sources, which it does not end as.
+            let moves = |r: &GameRecord| r.plies.iter().map(|p| p.mv).collect::<Vec<_>>();
+            let mine = moves(&record);
+            assert!(sources.iter().any(|s| moves(&GameRecord::load(s).unwrap().0)[..2] == mine[..2]));
+            assert!(record.plies[..2].iter().all(|p| !p.is_sample()));
+            assert_eq!(samples.len(), record.sample_count());
+        }
     }
 }

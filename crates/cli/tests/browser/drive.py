@@ -17,6 +17,9 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+# Chromium's profile, removed when the script exits (the test leaves nothing in /tmp).
+PROFILE = tempfile.TemporaryDirectory(prefix="bredon-chromium-", ignore_cleanup_errors=True)
+
 URL, OUT = sys.argv[1].rstrip("/"), sys.argv[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -36,7 +39,7 @@ def browser():
         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-dev-shm-usage", "--window-size=1300,980", "--hide-scrollbars",
-        f"--user-data-dir={tempfile.mkdtemp(prefix='bredon-chromium-')}",
+        f"--user-data-dir={PROFILE.name}",
     ]:
         opts.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)

@@ -17,6 +17,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
+# Chromium's profile, removed when the script exits (the test leaves nothing in /tmp).
+PROFILE = tempfile.TemporaryDirectory(prefix="bredon-chromium-", ignore_cleanup_errors=True)
+
 URL, DIR = sys.argv[1], sys.argv[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -62,7 +65,7 @@ opts.binary_location = CHROMIUM
 for flag in [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", f"--user-data-dir={tempfile.mkdtemp(prefix='bredon-chromium-')}",
+    "--disable-dev-shm-usage", f"--user-data-dir={PROFILE.name}",
 ]:
     opts.add_argument(flag)
 d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
