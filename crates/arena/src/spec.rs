@@ -215,11 +215,7 @@ fn bad_setting(spec: &str, key: &str, value: &str, expected: &'static str) -> Sp
 
 /// A `fixed`/`reserves` setting.
 fn parse_time(spec: &str, k: &str, v: &str) -> Result<bredon_mcts::TimeManagement, SpecError> {
-    match v.to_ascii_lowercase().as_str() {
-        "fixed" => Ok(bredon_mcts::TimeManagement::Fixed),
-        "reserves" => Ok(bredon_mcts::TimeManagement::Reserves),
-        _ => Err(bad_setting(spec, k, v, "fixed or reserves")),
-    }
+    v.parse().map_err(|_| bad_setting(spec, k, v, "fixed or reserves"))
 }
 
 /// A `puct`/`gumbel` setting.

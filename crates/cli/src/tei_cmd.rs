@@ -59,6 +59,12 @@ pub struct TeiArgs {
     /// included, added to each move's value in the search (docs/search.md); 0 turns it off.
     #[arg(long, default_value_t = 0.0, value_parser = weight)]
     pub score_utility: f32,
+    /// How a game clock (`go wtime … btime …`) is spent: `fixed` (a twentieth of the time
+    /// left per move, plus most of the increment) or `reserves` (the time left divided by
+    /// the moves the mover is still expected to play, from its pieces in hand: more time
+    /// per move late in the game, when the flat race is decided).
+    #[arg(long, default_value = "fixed", value_name = "fixed|reserves")]
+    pub time_management: bredon_mcts::TimeManagement,
 }
 
 /// A share in [0, 1].
@@ -106,7 +112,12 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
         size: args.size,
         seed: args.seed,
         options: OptionValues { threads, hash_mb: args.hash, ..defaults.options },
-        search: SearchConfig { solver_share: args.solver_share, score_utility: args.score_utility, ..defaults.search },
+        search: SearchConfig {
+            solver_share: args.solver_share,
+            score_utility: args.score_utility,
+            time_management: args.time_management,
+            ..defaults.search
+        },
         ..defaults
     };
     if let Some(addr) = &args.listen {

@@ -17,6 +17,24 @@ pub enum TimeManagement {
     Reserves,
 }
 
+/// A name that is not a [`TimeManagement`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a time management: fixed or reserves")]
+pub struct UnknownTimeManagement(pub String);
+
+impl std::str::FromStr for TimeManagement {
+    type Err = UnknownTimeManagement;
+
+    /// `fixed` or `reserves`, in any case.
+    fn from_str(s: &str) -> Result<TimeManagement, UnknownTimeManagement> {
+        match s.to_ascii_lowercase().as_str() {
+            "fixed" => Ok(TimeManagement::Fixed),
+            "reserves" => Ok(TimeManagement::Reserves),
+            _ => Err(UnknownTimeManagement(s.to_string())),
+        }
+    }
+}
+
 /// Thinking time for one move with `time_ms` left on the clock and `inc_ms` added per
 /// move: a twentieth of the time left plus three quarters of the increment, never more
 /// than a third of the time left, minus 10 ms of safety for the move's overhead.
@@ -101,6 +119,14 @@ mod tests {
         assert_eq!(two.share(&pos, TimeManagement::Fixed), clock_budget(10_000, 100));
         let forty = Clock { moves_to_go: Some(40), ..plain };
         assert_eq!(forty.share(&pos, TimeManagement::Fixed), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn time_management_is_parsed_by_name() {
+        assert_eq!("fixed".parse(), Ok(TimeManagement::Fixed));
+        assert_eq!("Reserves".parse(), Ok(TimeManagement::Reserves));
+        let err = "twentieth".parse::<TimeManagement>().unwrap_err();
+        assert_eq!(err.to_string(), "\"twentieth\" is not a time management: fixed or reserves");
     }
 
     #[test]
