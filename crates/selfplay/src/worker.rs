@@ -466,15 +466,24 @@ mod tests {
         assert!(reanalyse_game(&again, &UniformEvaluator, &source, 3, &stop).unwrap().is_none());
     }
 
-    #[test]
-    fn the_pool_reanalyses_a_share_of_its_slots_from_the_stored_games() {
-        let stop = AtomicBool::new(false);
+    /// A run's games directory with `count` uniform 4x4 games stored in `gen-0000` and an
+    /// empty `gen-0001`, which is returned beside it.
+    fn stored_games(count: usize) -> (tempfile::TempDir, PathBuf) {
         let games = tempfile::tempdir().unwrap();
         let (old, new) = (games.path().join("gen-0000"), games.path().join("gen-0001"));
         std::fs::create_dir_all(&old).unwrap();
         std::fs::create_dir_all(&new).unwrap();
+        let stop = AtomicBool::new(false);
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
-        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator.clone(), &old, 6, 0, &stop, |_| {}).unwrap(), 6);
+        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap(), count);
+        (games, new)
+    }
+
+    #[test]
+    fn the_pool_reanalyses_a_share_of_its_slots_from_the_stored_games() {
+        let stop = AtomicBool::new(false);
+        let (games, new) = stored_games(6);
+        let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
         // The newest 4 stored games are the candidates.
         let sources = reanalyse_candidates(games.path(), 4).unwrap();
         assert_eq!(sources[..], crate::replay::list_game_files(games.path()).unwrap()[2..]);
@@ -583,12 +592,8 @@ mod tests {
     #[test]
     fn the_pool_starts_a_share_of_its_slots_from_stored_endgames() {
         let stop = AtomicBool::new(false);
-        let games = tempfile::tempdir().unwrap();
-        let (old, new) = (games.path().join("gen-0000"), games.path().join("gen-0001"));
-        std::fs::create_dir_all(&old).unwrap();
-        std::fs::create_dir_all(&new).unwrap();
+        let (games, new) = stored_games(8);
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
-        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator.clone(), &old, 8, 0, &stop, |_| {}).unwrap(), 8);
         let sources = reanalyse_candidates(games.path(), 100).unwrap();
         let mut job = job(16, 0.25, sources.to_vec());
         job.selfplay.endgame_starts = 0.5;
