@@ -330,7 +330,12 @@ impl PlayerSpec {
                 })?;
                 // One copy of the network per search thread, so that they evaluate side by side.
                 let lanes = settings.config().threads;
-                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(compute.evaluator(model, meta.size, lanes));
+                // Behind an evaluation cache that the player's games share: a transposition
+                // costs no forward pass (the same answers, sooner).
+                let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_mcts::CachedEvaluator::new(
+                    compute.evaluator(model, meta.size, lanes),
+                    CHECKPOINT_EVAL_CACHE_BYTES,
+                ));
                 let limits = match visits {
                     Some(v) => MoveLimits::nodes(v as u64),
                     None => default_limits,
@@ -345,6 +350,9 @@ impl PlayerSpec {
         }
     }
 }
+
+/// Memory of each `checkpoint:` player's evaluation cache ([`bredon_mcts::CachedEvaluator`]).
+pub const CHECKPOINT_EVAL_CACHE_BYTES: usize = 128 << 20;
 
 impl FromStr for PlayerSpec {
     type Err = SpecError;

@@ -93,7 +93,7 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_nn::Com
         bail!("a PTN game has one board size: give at most one --model");
     }
     let (model, model_file) =
-        model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size, model_arg::Lanes::ONE, compute)?;
+        model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size, model_arg::Lanes::One, compute)?;
     let engine = model_file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
     let config = bredon_mcts::play_config();
     let mut rng = ChaCha8Rng::seed_from_u64(0);

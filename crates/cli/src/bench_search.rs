@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::openings::parse_opening;
-use bredon_mcts::{Budget, PlaySearch, play_config};
+use bredon_mcts::{Budget, CacheStats, CachedEvaluator, Evaluator, PlaySearch, play_config};
 use bredon_nn::NetEvaluator;
 use bredon_rules::{GameOptions, Position};
 use rand::SeedableRng;
@@ -32,6 +32,14 @@ pub struct SearchArgs {
     /// Milliseconds of search per position and thread count.
     #[arg(long, default_value_t = 1000)]
     pub millis: u64,
+    /// One thread's forward passes use every core (one copy of the network split across
+    /// rayon's pool, as `bredon play` and `analyse` search) instead of one core.
+    #[arg(long)]
+    pub spread: bool,
+    /// Evaluation caches to compare, in MB (comma-separated; 0 = none): each position's
+    /// search starts with an empty one ([`bredon_mcts::CachedEvaluator`]).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![0])]
+    pub cache_mb: Vec<usize>,
 }
 
 /// Runs the benchmark and prints one line per thread count.
@@ -66,10 +74,18 @@ pub fn run(args: SearchArgs, compute: &bredon_nn::Compute) -> Result<()> {
         }
         positions.push(pos);
     }
-    // Each thread count gets as many copies of the network as it has threads, as `bredon
-    // tei --threads N` does: one thread's passes then use every core, N threads' one each.
-    let evaluators: Vec<NetEvaluator> =
-        args.threads.iter().map(|&t| compute.evaluator(model.clone(), meta.size, t.max(1))).collect();
+    // Each thread count gets as many copies of the network as it has threads, each pass
+    // on one core, as `bredon tei --threads N` does (N threads use N cores). With
+    // `--spread`, one thread's single copy uses every core instead (`bredon play`,
+    // `analyse`).
+    let evaluators: Vec<NetEvaluator> = args
+        .threads
+        .iter()
+        .map(|&t| match (args.spread, t) {
+            (true, 0 | 1) => compute.evaluator(model.clone(), meta.size, 1),
+            _ => compute.evaluator_on_cores(model.clone(), meta.size, t.max(1)),
+        })
+        .collect();
     println!(
         "{}: {} positions, {} ms each, threads {:?} ({} cores available)",
         path.display(),
@@ -78,22 +94,35 @@ pub fn run(args: SearchArgs, compute: &bredon_nn::Compute) -> Result<()> {
         args.threads,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let mut totals = vec![(0u64, Duration::ZERO); args.threads.len()];
+    let runs: Vec<(usize, usize)> =
+        args.cache_mb.iter().flat_map(|&mb| (0..args.threads.len()).map(move |k| (mb, k))).collect();
+    // Per run: playouts, time, cache hits and lookups.
+    let mut totals = vec![(0u64, Duration::ZERO, CacheStats::default()); runs.len()];
     for (i, pos) in positions.iter().enumerate() {
-        for (k, &threads) in args.threads.iter().enumerate() {
+        for (r, &(mb, k)) in runs.iter().enumerate() {
+            let threads = args.threads[k];
+            let cached = CachedEvaluator::new(&evaluators[k], mb << 20);
+            let evaluator: &dyn Evaluator = if mb == 0 { &evaluators[k] } else { &cached };
             let mut search = PlaySearch::new(pos.clone(), play_config(), threads);
             let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
             let began = Instant::now();
-            let r =
-                search.search(&evaluators[k], Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
-            totals[k].0 += r.playouts;
-            totals[k].1 += began.elapsed();
+            let res = search.search(evaluator, Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
+            totals[r].0 += res.playouts;
+            totals[r].1 += began.elapsed();
+            let st = cached.stats();
+            totals[r].2.hits += st.hits;
+            totals[r].2.lookups += st.lookups;
         }
     }
     let base = totals[0].0 as f64 / totals[0].1.as_secs_f64().max(1e-9);
-    for (&threads, &(nodes, time)) in args.threads.iter().zip(&totals) {
+    for (&(mb, k), &(nodes, time, cache)) in runs.iter().zip(&totals) {
         let nps = nodes as f64 / time.as_secs_f64().max(1e-9);
-        println!("threads {threads:>2}: {nps:>8.0} nodes/s  ({:.2}x threads {})", nps / base, args.threads[0]);
+        let cache = if mb == 0 {
+            String::new()
+        } else {
+            format!(", cache {mb} MB: {:.1} % of {} lookups hit", 100.0 * cache.hit_rate(), cache.lookups)
+        };
+        println!("threads {:>2}: {nps:>8.0} nodes/s  ({:.2}x the first){cache}", args.threads[k], nps / base);
     }
     Ok(())
 }

@@ -16,14 +16,15 @@ pub struct LoadedModel {
     pub meta: Option<ModelMeta>,
 }
 
-/// Copies of a network, one per search thread that may run a forward pass at once
-/// ([`NetEvaluator::with_lanes`]): a search on N threads with one copy waits on it.
+/// How many copies of a network to load and how their forward passes use the cores
+/// ([`bredon_nn::NetEvaluator::with_lanes`], [`bredon_nn::NetEvaluator::on_cores`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lanes(pub usize);
-
-impl Lanes {
-    /// One copy, for a search on one thread.
-    pub const ONE: Lanes = Lanes(1);
+pub enum Lanes {
+    /// One copy, for a search on one thread; its passes use every core.
+    One,
+    /// A copy per search thread, each pass on one core: a search on N threads uses N
+    /// cores (`bredon tei`'s `Threads`: one thread, one core).
+    Cores(usize),
 }
 
 /// Loads `path` (an exported `.bredon` file or a checkpoint directory), or the uniform
@@ -39,7 +40,11 @@ pub fn load(path: Option<&Path>, size: Option<usize>, lanes: Lanes, compute: &Co
     {
         bail!("{} is a {}x{} model, not {s}x{s}", path.display(), meta.size, meta.size);
     }
-    Ok(LoadedModel { evaluator: Arc::new(compute.evaluator(model, meta.size, lanes.0)), meta: Some(meta) })
+    let evaluator = match lanes {
+        Lanes::One => compute.evaluator(model, meta.size, 1),
+        Lanes::Cores(n) => compute.evaluator_on_cores(model, meta.size, n),
+    };
+    Ok(LoadedModel { evaluator: Arc::new(evaluator), meta: Some(meta) })
 }
 
 /// Environment variable naming the directory of `NxN.bredon` models that `bredon tei`

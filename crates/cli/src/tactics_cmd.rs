@@ -73,7 +73,7 @@ pub fn run(args: &TacticsArgs, compute: &bredon_nn::Compute) -> Result<()> {
         return write_suite(path, &suite);
     }
     let model = match &args.model {
-        Some(p) => Some(model_arg::load(Some(p), None, model_arg::Lanes::ONE, compute)?),
+        Some(p) => Some(model_arg::load(Some(p), None, model_arg::Lanes::One, compute)?),
         None => None,
     };
     let model_size = model.as_ref().and_then(|m| m.meta.as_ref()).map(|m| m.size);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::model_arg::{self, Lanes, ModelSet};
-use bredon_mcts::SearchConfig;
+use bredon_mcts::{CachedEvaluator, SearchConfig};
 use bredon_nn::Compute;
 
 /// Arguments of `bredon tei`.
@@ -37,13 +37,18 @@ pub struct TeiArgs {
     /// Seed of the search's random numbers.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Threads that search the one tree of a move: the `Threads` option's default
-    /// (default: the cores this process may use).
+    /// Threads that search the one tree of a move, each on its own core (one thread uses
+    /// one core): the `Threads` option's default (default: the cores this process may use).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
     pub threads: Option<u64>,
     /// Memory for the search tree in MB: the `Hash` option's default.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub hash: u64,
+    /// Memory in MB for the evaluation cache beside the tree: the network's answers by
+    /// position, so that a transposition (the same position by another move order, in
+    /// this search or a later move's) costs no forward pass. 0 turns it off.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub eval_cache: u64,
     /// Serve the engine over WebSocket on ADDR:PORT (or PORT on the loopback) instead of
     /// stdin/stdout, one engine per connection: PTN Ninja adds it as a custom TEI engine
     /// at that address (its default port is 7731). An address other than the loopback
@@ -88,9 +93,10 @@ fn number_in(s: &str, range: std::ops::RangeInclusive<f32>, expected: &str) -> R
 /// Runs the engine until `quit` or the end of stdin, or serves it over WebSocket.
 pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
     let threads = args.threads.map_or_else(available_threads, |t| t as usize);
-    // A copy of the network per search thread, so that threads do not queue for one (one
-    // thread's passes use every core). A `setoption name Threads` above this shares them.
-    let lanes = Lanes(threads);
+    // A copy of the network per search thread, each pass on one core: `Threads` is the
+    // cores the engine uses (one thread, one core), whether given here or by `setoption`.
+    // A `setoption name Threads` above this shares the copies.
+    let lanes = Lanes::Cores(threads);
     let set = if args.uniform {
         ModelSet::default()
     } else if args.model.is_empty() {
@@ -105,7 +111,7 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
     if set.is_empty() {
         eprintln!("bredon tei: no model; every size is searched with the uniform evaluator");
     }
-    let models = engine_models(&set)?;
+    let models = engine_models(&set, (args.eval_cache as usize) << 20)?;
     let defaults = EngineSettings::default();
     let settings = EngineSettings {
         default_visits: args.visits,
@@ -134,12 +140,17 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
 }
 
 /// The loaded networks as the engine takes them (named by their files).
-fn engine_models(set: &ModelSet) -> Result<Models> {
+/// The engine's networks, each behind an evaluation cache of `cache_bytes` (none at 0).
+fn engine_models(set: &ModelSet, cache_bytes: usize) -> Result<Models> {
     let mut models = Models::none();
     for size in set.sizes() {
         let Some((path, loaded)) = set.get(size) else { continue };
+        let evaluator = match cache_bytes {
+            0 => loaded.evaluator.clone(),
+            n => Arc::new(CachedEvaluator::new(loaded.evaluator.clone(), n)),
+        };
         let model = Model {
-            evaluator: loaded.evaluator.clone(),
+            evaluator,
             trained_half_komi: loaded.meta.as_ref().map(|m| m.half_komi),
             name: path.display().to_string(),
         };
@@ -186,6 +197,7 @@ fn listen(arg: &str, models: Models, settings: EngineSettings) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bredon_mcts::Evaluator;
     use std::path::Path;
 
     fn shipped(name: &str) -> PathBuf {
@@ -194,14 +206,23 @@ mod tests {
 
     #[test]
     fn the_loaded_files_become_the_engines_models_and_two_of_one_size_are_refused() {
-        let set = ModelSet::load(&[shipped("4x4.bredon"), shipped("5x5.bredon")], Lanes::ONE, &Compute::cpu()).unwrap();
-        let models = engine_models(&set).unwrap();
+        let set = ModelSet::load(&[shipped("4x4.bredon"), shipped("5x5.bredon")], Lanes::One, &Compute::cpu()).unwrap();
+        let models = engine_models(&set, 0).unwrap();
         assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
         let four = models.get(4).unwrap();
         assert_eq!(four.name, shipped("4x4.bredon").display().to_string());
         assert_eq!(four.trained_half_komi, Some(set.get(4).unwrap().1.meta.as_ref().unwrap().half_komi));
         assert!(Arc::ptr_eq(&four.evaluator, &set.get(4).unwrap().1.evaluator));
-        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")], Lanes::ONE, &Compute::cpu())
+        // With a cache, the network sits behind it and answers the same.
+        let cached = engine_models(&set, 1 << 20).unwrap();
+        let five = &cached.get(5).unwrap().evaluator;
+        assert!(!Arc::ptr_eq(five, &set.get(5).unwrap().1.evaluator));
+        let pos = bredon_rules::Position::new(5).unwrap();
+        let legal = pos.legal_moves();
+        let direct = set.get(5).unwrap().1.evaluator.evaluate_batch(&[&pos], &[&legal]);
+        assert_eq!(five.evaluate_batch(&[&pos], &[&legal]), direct);
+        assert_eq!(five.evaluate_batch(&[&pos], &[&legal]), direct);
+        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")], Lanes::One, &Compute::cpu())
             .err()
             .expect("two 4x4 models");
         assert!(err.to_string().contains("two 4x4 models"), "{err}");
@@ -223,16 +244,16 @@ mod tests {
         std::fs::copy(shipped("5x5.bredon"), second.path().join("5x5.bredon")).unwrap();
         std::fs::write(second.path().join("6x6.bredon"), b"not a model").unwrap();
         let dirs = [first.path().to_path_buf(), second.path().to_path_buf()];
-        let err = ModelSet::find(&dirs, Lanes::ONE, &Compute::cpu())
+        let err = ModelSet::find(&dirs, Lanes::One, &Compute::cpu())
             .err()
             .expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
         assert!(format!("{err:#}").contains("6x6.bredon"), "{err:#}");
         std::fs::remove_file(second.path().join("6x6.bredon")).unwrap();
-        let set = ModelSet::find(&dirs, Lanes::ONE, &Compute::cpu()).unwrap();
+        let set = ModelSet::find(&dirs, Lanes::One, &Compute::cpu()).unwrap();
         assert_eq!(set.sizes().collect::<Vec<_>>(), [4, 5]);
         assert_eq!(set.get(4).unwrap().0, first.path().join("4x4.bredon"));
         assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
-        assert!(ModelSet::find(&[first.path().join("missing")], Lanes::ONE, &Compute::cpu()).unwrap().is_empty());
+        assert!(ModelSet::find(&[first.path().join("missing")], Lanes::One, &Compute::cpu()).unwrap().is_empty());
     }
 
     #[test]

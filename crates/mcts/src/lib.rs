@@ -14,6 +14,7 @@
 //! for self-play; [`Search::advance`] keeps the subtree of the move played.
 
 pub mod baseline;
+pub mod cache;
 pub mod config;
 pub mod evaluator;
 pub mod play;
@@ -22,6 +23,7 @@ pub mod solver;
 pub mod time;
 
 pub use baseline::{RolloutEvaluator, UniformEvaluator};
+pub use cache::{CacheStats, CachedEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use play::{Budget, PLAY_SOLVER_SHARE, PlaySearch, Progress, play_config, search_once};

@@ -173,6 +173,12 @@ impl Compute {
     pub fn evaluator(&self, model: TakNet, size: usize, lanes: usize) -> NetEvaluator {
         NetEvaluator::with_lanes(self.place(model), size, self.inference, lanes)
     }
+
+    /// An evaluator for a search on `cores` threads that uses that many cores: a copy of
+    /// `model` per thread, each pass on one core ([`NetEvaluator::on_cores`]).
+    pub fn evaluator_on_cores(&self, model: TakNet, size: usize, cores: usize) -> NetEvaluator {
+        NetEvaluator::on_cores(self.place(model), size, self.inference, cores)
+    }
 }
 
 /// One line per adapter each compiled-in GPU backend sees, numbered as `wgpu:N` takes

@@ -429,8 +429,20 @@ impl NetEvaluator {
     /// Several lanes on the fast CPU path run each pass on one core; on burn's path (a GPU)
     /// the passes of the lanes are queued by the device.
     pub fn with_lanes(model: TakNet, size: usize, kind: InferenceKind, lanes: usize) -> NetEvaluator {
+        NetEvaluator::build(model, size, kind, lanes, lanes > 1)
+    }
+
+    /// `cores` copies of the network (at least one) whose passes run on one core each on
+    /// the fast CPU path, even a single copy: a search on N threads then uses N cores, as
+    /// a TEI engine's `Threads` promises (one thread, one core). On burn's path (a GPU) the
+    /// same as [`NetEvaluator::with_lanes`].
+    pub fn on_cores(model: TakNet, size: usize, kind: InferenceKind, cores: usize) -> NetEvaluator {
+        NetEvaluator::build(model, size, kind, cores, true)
+    }
+
+    fn build(model: TakNet, size: usize, kind: InferenceKind, lanes: usize, one_core_each: bool) -> NetEvaluator {
         let lanes = lanes.max(1);
-        let alone = lanes > 1 && kind.resolve_for(&model.device()) == InferenceKind::Fast;
+        let alone = one_core_each && kind.resolve_for(&model.device()) == InferenceKind::Fast;
         let lanes = (0..lanes).map(|_| Lane::new(model.clone(), size, kind, alone)).collect();
         NetEvaluator { lanes, next: AtomicU64::new(0), size }
     }
@@ -438,6 +450,15 @@ impl NetEvaluator {
     /// Copies of the network that can run at once.
     pub fn lanes(&self) -> usize {
         self.lanes.len()
+    }
+
+    /// Threads one forward pass may use: 1 when each copy runs on one core, else those of
+    /// rayon's pool (on burn's path the device decides).
+    pub fn pass_threads(&self) -> usize {
+        match &self.lanes[0].pool {
+            Some(pool) => pool.current_num_threads(),
+            None => rayon::current_num_threads(),
+        }
     }
 
     /// Replaces the weights (e.g. after loading a new checkpoint); the path stays.

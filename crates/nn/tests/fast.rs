@@ -213,6 +213,14 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
             assert!((x.value - y.value).abs() <= 1e-5 && x.draw == y.draw && x.margin == y.margin);
         }
     }
+    // One copy on one core (`bredon tei --threads 1`): its passes run alone, with the
+    // same answers; a plain single copy may use every thread of rayon's pool.
+    let one_core = NetEvaluator::on_cores(model.clone(), 5, InferenceKind::Fast, 1);
+    assert_eq!((one_core.lanes(), one_core.pass_threads()), (1, 1));
+    assert_eq!((lanes.pass_threads(), fast.pass_threads()), (1, rayon::current_num_threads()));
+    for (x, y) in a.iter().zip(&one_core.evaluate_batch(&refs, &lrefs)) {
+        assert!((x.value - y.value).abs() <= 1e-5 && x.draw == y.draw && x.margin == y.margin);
+    }
     // A network without those heads gives neither.
     let plain = trained(&NetConfig { wdl: false, aux: false, ..cfg }, &positions, 8);
     let e = NetEvaluator::with_kind(plain, 5, InferenceKind::Fast).evaluate_batch(&refs[..2], &lrefs[..2]);

@@ -16,7 +16,7 @@ pub enum EngineOption {
     HalfKomi,
     /// `MultiPV`: how many root moves each `info` report gives a line (1 to 16).
     MultiPv,
-    /// `Threads`: threads that search the one tree.
+    /// `Threads`: threads that search the one tree, one core each.
     Threads,
     /// `Hash`: the search tree's memory in MB (see [`NODE_BYTES`]).
     Hash,
