@@ -114,6 +114,10 @@ pub struct SelfPlayArgs {
     /// inference_threads`.
     #[arg(long, value_delimiter = ',')]
     pub inference_threads: Vec<usize>,
+    /// Evaluation caches to measure, in MB, one after the other in this run
+    /// (comma-separated; 0 = none). Without it: the config's `[selfplay] eval_cache_mb`.
+    #[arg(long, value_delimiter = ',')]
+    pub eval_cache_mb: Vec<usize>,
 }
 
 /// Runs a benchmark on `compute`'s device; `inference` (the global `--inference` flag, if
@@ -368,9 +372,14 @@ fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<Infe
     } else {
         args.inference_threads.clone()
     };
+    let caches =
+        if args.eval_cache_mb.is_empty() { vec![cfg.selfplay.eval_cache_mb] } else { args.eval_cache_mb.clone() };
     for threads in settings {
-        cfg.selfplay.inference_threads = threads;
-        bench_selfplay_once(args, &cfg, &learner)?;
+        for &mb in &caches {
+            cfg.selfplay.inference_threads = threads;
+            cfg.selfplay.eval_cache_mb = mb;
+            bench_selfplay_once(args, &cfg, &learner)?;
+        }
     }
     Ok(())
 }
@@ -413,9 +422,10 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
     let raw = forward_rate(&engine, &positions, avg_batch.round().max(1.0) as usize, args.seconds);
     let sp_rate = evals as f64 / secs;
     println!(
-        "self-play {size}x{size} {} ({} inference, {shards} inference thread(s)): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
+        "self-play {size}x{size} {} ({} inference, {shards} inference thread(s), evaluation cache {} MB): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
         learner.describe(),
         cfg.selfplay.inference,
+        cfg.selfplay.eval_cache_mb,
         games as f64 / secs * 3600.0
     );
     println!("  {evals} evaluations in {batches} batches (average batch {avg_batch:.1}): {sp_rate:.0} evals/s");

@@ -128,6 +128,11 @@ pub struct SelfPlayConfig {
     /// An endgame position for `endgame_starts`: the fewer pieces in hand (stones and
     /// capstones) of the two sides is at most this.
     pub endgame_reserves: u32,
+    /// Memory in MB of the evaluation cache that a generation's games share
+    /// (`bredon_mcts::CachedEvaluator`): a position met again, by another move order in
+    /// one game or in another game (every game starts from the same few openings), costs
+    /// no forward pass. The games are the same, only cheaper. 0 = off.
+    pub eval_cache_mb: usize,
 }
 
 impl SelfPlayConfig {
@@ -176,6 +181,7 @@ impl Default for SelfPlayConfig {
             reanalyse_games: 2000,
             endgame_starts: 0.0,
             endgame_reserves: 8,
+            eval_cache_mb: 128,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! stored game's endgame ([`endgame_start`], `[selfplay] endgame_starts`).
 
 use crate::error::{Result, RunError};
-use bredon_mcts::{Evaluator, Search, SearchConfig};
+use bredon_mcts::{CachedEvaluator, Evaluator, Search, SearchConfig};
 use bredon_rules::{GameOptions, Move, Position};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -341,7 +341,8 @@ pub fn reanalyse_candidates(games_dir: &Path, newest: usize) -> Result<Arc<[Path
     Ok(files.drain(skip..).collect())
 }
 
-/// Plays `games` games on `threads` threads, storing each finished game in `games_dir`
+/// Plays `games` games on `threads` threads (all with `evaluator`, behind one evaluation
+/// cache of `eval_cache_mb`), storing each finished game in `games_dir`
 /// (the generation's directory, `RunDir::generation_games_dir`) as soon as it ends. `first_index` numbers the games (file names and RNG streams), so a
 /// resumed generation does not replay the same games. Stops early (dropping unfinished
 /// games) when `stop` is set. `on_game` runs on the calling thread for every stored game.
@@ -354,6 +355,11 @@ pub fn run_pool(
     stop: &AtomicBool,
     mut on_game: impl FnMut(&GameSummary),
 ) -> Result<usize> {
+    // One cache for the pool's games: they all play one network.
+    let evaluator: Arc<dyn Evaluator> = match job.selfplay.eval_cache_mb {
+        0 => evaluator,
+        mb => Arc::new(CachedEvaluator::new(evaluator, mb << 20)),
+    };
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Result<GameSummary>>();
     let threads = job.selfplay.concurrent_games.min(games).max(1);
@@ -477,6 +483,42 @@ mod tests {
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
         assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap(), count);
         (games, new)
+    }
+
+    /// The uniform evaluator, counting the positions it is asked about.
+    struct Counting(AtomicUsize);
+
+    impl Evaluator for Counting {
+        fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<bredon_mcts::Evaluation> {
+            self.0.fetch_add(positions.len(), Ordering::Relaxed);
+            UniformEvaluator.evaluate_batch(positions, legal)
+        }
+    }
+
+    #[test]
+    fn the_evaluation_cache_plays_the_same_games_with_fewer_evaluations() {
+        let stop = AtomicBool::new(false);
+        let play = |mb: usize| {
+            let dir = tempfile::tempdir().unwrap();
+            let counting = Arc::new(Counting(AtomicUsize::new(0)));
+            let mut job = job(24, 0.0, vec![]);
+            job.selfplay.eval_cache_mb = mb;
+            assert_eq!(run_pool(&job, counting.clone(), dir.path(), 6, 0, &stop, |_| {}).unwrap(), 6);
+            let mut files: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "game"))
+                .collect();
+            files.sort();
+            let games: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+            (games, counting.0.load(Ordering::Relaxed))
+        };
+        let (plain, asked_plain) = play(0);
+        let (cached, asked_cached) = play(16);
+        assert_eq!(plain.len(), 6);
+        assert!(plain == cached, "the cache changed the games");
+        // Six games from the empty board share their first positions at least.
+        assert!(asked_cached < asked_plain, "{asked_cached} vs {asked_plain} positions evaluated");
     }
 
     #[test]
