@@ -76,7 +76,10 @@ fn analysis_model(path: &Path, compute: &bredon_nn::Compute) -> Result<(usize, A
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
     let model = AnalysisModel {
         name,
-        evaluator: Arc::new(compute.evaluator(net.clone(), meta.size, 1)),
+        evaluator: model_arg::cached(
+            Arc::new(compute.evaluator(net.clone(), meta.size, 1)),
+            model_arg::EVAL_CACHE_BYTES,
+        ),
         heads: Some(Arc::new(bredon_nn::Heads::new(net, meta.size))),
     };
     Ok((meta.size, model))
@@ -92,8 +95,10 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_nn::Com
     if args.model.len() > 1 {
         bail!("a PTN game has one board size: give at most one --model");
     }
-    let (model, model_file) =
+    let (mut model, model_file) =
         model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size, model_arg::Lanes::One, compute)?;
+    // Each ply's search meets many positions the previous ply's evaluated.
+    model.evaluator = model_arg::cached(model.evaluator, model_arg::EVAL_CACHE_BYTES);
     let engine = model_file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
     let config = bredon_mcts::play_config();
     let mut rng = ChaCha8Rng::seed_from_u64(0);

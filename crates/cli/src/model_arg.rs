@@ -1,7 +1,7 @@
 //! Loading a model given on the command line into an evaluator for the search.
 
 use anyhow::{Result, bail};
-use bredon_mcts::{Evaluator, UniformEvaluator};
+use bredon_mcts::{CachedEvaluator, Evaluator, UniformEvaluator};
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::{Compute, load_exported};
 use std::collections::BTreeMap;
@@ -25,6 +25,16 @@ pub enum Lanes {
     /// A copy per search thread, each pass on one core: a search on N threads uses N
     /// cores (`bredon tei`'s `Threads`: one thread, one core).
     Cores(usize),
+}
+
+/// Memory of the evaluation cache in front of the network of `bredon play` and `analyse`
+/// (`bredon tei` has `--eval-cache`).
+pub const EVAL_CACHE_BYTES: usize = 256 << 20;
+
+/// `evaluator` behind an evaluation cache of `bytes` ([`CachedEvaluator`]: positions met
+/// again by another move order cost no forward pass); `evaluator` itself at 0.
+pub fn cached(evaluator: Arc<dyn Evaluator>, bytes: usize) -> Arc<dyn Evaluator> {
+    if bytes == 0 { evaluator } else { Arc::new(CachedEvaluator::new(evaluator, bytes)) }
 }
 
 /// Loads `path` (an exported `.bredon` file or a checkpoint directory), or the uniform

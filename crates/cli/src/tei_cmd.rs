@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::model_arg::{self, Lanes, ModelSet};
-use bredon_mcts::{CachedEvaluator, SearchConfig};
+use bredon_mcts::SearchConfig;
 use bredon_nn::Compute;
 
 /// Arguments of `bredon tei`.
@@ -145,12 +145,8 @@ fn engine_models(set: &ModelSet, cache_bytes: usize) -> Result<Models> {
     let mut models = Models::none();
     for size in set.sizes() {
         let Some((path, loaded)) = set.get(size) else { continue };
-        let evaluator = match cache_bytes {
-            0 => loaded.evaluator.clone(),
-            n => Arc::new(CachedEvaluator::new(loaded.evaluator.clone(), n)),
-        };
         let model = Model {
-            evaluator,
+            evaluator: model_arg::cached(loaded.evaluator.clone(), cache_bytes),
             trained_half_komi: loaded.meta.as_ref().map(|m| m.half_komi),
             name: path.display().to_string(),
         };
