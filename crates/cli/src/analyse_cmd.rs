@@ -98,7 +98,7 @@ pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_nn::Com
     let (mut model, model_file) =
         model_arg::load_or_default(args.model.first().map(PathBuf::as_path), size, model_arg::Lanes::One, compute)?;
     // Each ply's search meets many positions the previous ply's evaluated.
-    model.evaluator = model_arg::cached(model.evaluator, model_arg::EVAL_CACHE_BYTES);
+    model.evaluator = model.cached_evaluator(model_arg::EVAL_CACHE_BYTES);
     let engine = model_file.map_or_else(|| "the uniform evaluator".to_string(), |f| f.display().to_string());
     let config = bredon_mcts::play_config();
     let mut rng = ChaCha8Rng::seed_from_u64(0);

@@ -375,8 +375,8 @@ fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<Infe
     let caches =
         if args.eval_cache_mb.is_empty() { vec![cfg.selfplay.eval_cache_mb] } else { args.eval_cache_mb.clone() };
     for threads in settings {
+        cfg.selfplay.inference_threads = threads;
         for &mb in &caches {
-            cfg.selfplay.inference_threads = threads;
             cfg.selfplay.eval_cache_mb = mb;
             bench_selfplay_once(args, &cfg, &learner)?;
         }

@@ -27,6 +27,17 @@ pub enum Lanes {
     Cores(usize),
 }
 
+impl LoadedModel {
+    /// The evaluator to search with: a network's behind an evaluation cache of `bytes`
+    /// ([`cached`]); the uniform evaluator as it is (it costs less than a lookup).
+    pub fn cached_evaluator(&self, bytes: usize) -> Arc<dyn Evaluator> {
+        match self.meta {
+            Some(_) => cached(self.evaluator.clone(), bytes),
+            None => self.evaluator.clone(),
+        }
+    }
+}
+
 /// Memory of the evaluation cache in front of the network of `bredon play` and `analyse`
 /// (`bredon tei` has `--eval-cache`).
 pub const EVAL_CACHE_BYTES: usize = 256 << 20;

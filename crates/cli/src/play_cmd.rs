@@ -65,7 +65,7 @@ pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write, comput
         Some(path) => (model_arg::load(Some(path), args.size, model_arg::Lanes::One, compute)?, Some(path.clone())),
         None => model_arg::load_or_default(None, args.size.unwrap_or(5), model_arg::Lanes::One, compute)?,
     };
-    model.evaluator = model_arg::cached(model.evaluator, model_arg::EVAL_CACHE_BYTES);
+    model.evaluator = model.cached_evaluator(model_arg::EVAL_CACHE_BYTES);
     let size = args.size.or(model.meta.as_ref().map(|m| m.size)).unwrap_or(5);
     let half_komi = args.half_komi.or(model.meta.as_ref().map(|m| m.half_komi)).unwrap_or(0);
     let options = GameOptions::new(size).with_half_komi(half_komi);

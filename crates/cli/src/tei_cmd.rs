@@ -146,7 +146,7 @@ fn engine_models(set: &ModelSet, cache_bytes: usize) -> Result<Models> {
     for size in set.sizes() {
         let Some((path, loaded)) = set.get(size) else { continue };
         let model = Model {
-            evaluator: model_arg::cached(loaded.evaluator.clone(), cache_bytes),
+            evaluator: loaded.cached_evaluator(cache_bytes),
             trained_half_komi: loaded.meta.as_ref().map(|m| m.half_komi),
             name: path.display().to_string(),
         };
