@@ -406,7 +406,8 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
     }
     let start = Instant::now();
     let mut plies = 0usize;
-    let games = run_pool(&job, evaluator, dir.path(), args.games, 0, &stop, |g| plies += g.plies)?;
+    let report = run_pool(&job, evaluator, dir.path(), args.games, 0, &stop, |g| plies += g.plies)?;
+    let games = report.stored;
     let secs = start.elapsed().as_secs_f64();
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         println!("(stopped after {secs:.0} s by --max-seconds: games/h counts the {games} finished games only)");
@@ -429,6 +430,14 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
         games as f64 / secs * 3600.0
     );
     println!("  {evals} evaluations in {batches} batches (average batch {avg_batch:.1}): {sp_rate:.0} evals/s");
+    if report.cache.lookups > 0 {
+        println!(
+            "  evaluation cache: {} of {} lookups answered from memory ({:.1}%)",
+            report.cache.hits,
+            report.cache.lookups,
+            100.0 * report.cache.hit_rate()
+        );
+    }
     println!("  raw forward at batch {:.0}: {raw:.0} positions/s", avg_batch.round());
     println!("  self-play reaches {:.0}% of the raw forward throughput", 100.0 * sp_rate / raw);
     print_service_times(&times, shards, secs);

@@ -138,8 +138,13 @@ pub struct GenerationSummary {
     pub draws: f64,
     /// Mean game length (plies).
     pub avg_plies: f64,
-    /// Network evaluations per second during self-play.
+    /// Network evaluations per second during self-play (positions the network saw: the
+    /// evaluation cache's answers are not counted).
     pub evals_per_sec: f64,
+    /// The share of self-play's position lookups the evaluation cache answered (`[selfplay]
+    /// eval_cache_mb`; 0 without the cache).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub eval_cache_hit_rate: f64,
     /// Self-play games per hour.
     pub games_per_hour: f64,
     /// Training samples per second.
@@ -659,6 +664,7 @@ struct PlayStats {
     draws: usize,
     plies: usize,
     evals: u64,
+    cache: bredon_mcts::CacheStats,
     secs: f64,
 }
 
@@ -672,6 +678,8 @@ impl PlayStats {
         self.draws += o.draws;
         self.plies += o.plies;
         self.evals += o.evals;
+        self.cache.hits += o.cache.hits;
+        self.cache.lookups += o.cache.lookups;
         self.secs += o.secs;
     }
 
@@ -687,6 +695,7 @@ impl PlayStats {
         s.draws = self.draws as f64 / n;
         s.avg_plies = self.plies as f64 / n;
         s.evals_per_sec = self.evals as f64 / secs;
+        s.eval_cache_hit_rate = self.cache.hit_rate();
         s.games_per_hour = self.played as f64 / secs * 3600.0;
     }
 }
@@ -712,7 +721,7 @@ fn play(
     let started = Instant::now();
     let mut st = PlayStats::default();
     let SelfPlayService { evaluator, service } = service;
-    run_pool(job, evaluator, &games.dir, games.count, games.first_index, stop, |g| {
+    let report = run_pool(job, evaluator, &games.dir, games.count, games.first_index, stop, |g| {
         pb.inc(1);
         if g.reanalysed {
             st.reanalysed += 1;
@@ -730,6 +739,7 @@ fn play(
         }
         st.plies += g.plies;
     })?;
+    st.cache = report.cache;
     st.evals = service.evaluations();
     service.shutdown();
     st.secs = started.elapsed().as_secs_f64();
@@ -829,6 +839,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.endgame_games > 0 {
         evals.push_str(&format!(" | {} games from stored endgames", s.endgame_games));
     }
+    if s.eval_cache_hit_rate > 0.0 {
+        evals.push_str(&format!(" | cache {:.0}% hits", s.eval_cache_hit_rate * 100.0));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -861,6 +874,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("selfplay/black_win_rate".into(), s.black_wins),
         ("selfplay/draw_rate".into(), s.draws),
         ("throughput/evals_per_sec".into(), s.evals_per_sec),
+        ("selfplay/eval_cache_hit_rate".into(), s.eval_cache_hit_rate),
         ("throughput/games_per_hour".into(), s.games_per_hour),
         ("selfplay/reanalysed_games".into(), s.reanalysed as f64),
         ("selfplay/endgame_games".into(), s.endgame_games as f64),
@@ -938,7 +952,7 @@ pub fn selfplay_only(
         // Play one chunk with this model, then look for a newer one.
         let chunk = cfg.selfplay.concurrent_games.max(1);
         let chunk = games.map_or(chunk, |g| chunk.min(g - played));
-        let n = run_pool(&job, evaluator, &run.generation_games_dir(latest), chunk, index, &stop, |_| {})?;
+        let n = run_pool(&job, evaluator, &run.generation_games_dir(latest), chunk, index, &stop, |_| {})?.stored;
         service.shutdown();
         if let Some(r) = remote {
             r.push_worker_games()?;

@@ -5,7 +5,7 @@
 //! stored game's endgame ([`endgame_start`], `[selfplay] endgame_starts`).
 
 use crate::error::{Result, RunError};
-use bredon_mcts::{CachedEvaluator, Evaluator, Search, SearchConfig};
+use bredon_mcts::{CacheStats, CachedEvaluator, Evaluator, Search, SearchConfig};
 use bredon_rules::{GameOptions, Move, Position};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -341,11 +341,21 @@ pub fn reanalyse_candidates(games_dir: &Path, newest: usize) -> Result<Arc<[Path
     Ok(files.drain(skip..).collect())
 }
 
+/// What [`run_pool`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolReport {
+    /// Games stored.
+    pub stored: usize,
+    /// The evaluation cache's hits and lookups (zero with `eval_cache_mb = 0`).
+    pub cache: CacheStats,
+}
+
 /// Plays `games` games on `threads` threads (all with `evaluator`, behind one evaluation
-/// cache of `eval_cache_mb`), storing each finished game in `games_dir`
-/// (the generation's directory, `RunDir::generation_games_dir`) as soon as it ends. `first_index` numbers the games (file names and RNG streams), so a
-/// resumed generation does not replay the same games. Stops early (dropping unfinished
-/// games) when `stop` is set. `on_game` runs on the calling thread for every stored game.
+/// cache of `eval_cache_mb`), storing each finished game in `games_dir` (the generation's
+/// directory, `RunDir::generation_games_dir`) as soon as it ends. `first_index` numbers
+/// the games (file names and RNG streams), so a resumed generation does not replay the
+/// same games. Stops early (dropping unfinished games) when `stop` is set. `on_game` runs
+/// on the calling thread for every stored game.
 pub fn run_pool(
     job: &SelfPlayJob,
     evaluator: Arc<dyn Evaluator>,
@@ -354,11 +364,15 @@ pub fn run_pool(
     first_index: u64,
     stop: &AtomicBool,
     mut on_game: impl FnMut(&GameSummary),
-) -> Result<usize> {
+) -> Result<PoolReport> {
     // One cache for the pool's games: they all play one network.
-    let evaluator: Arc<dyn Evaluator> = match job.selfplay.eval_cache_mb {
-        0 => evaluator,
-        mb => Arc::new(CachedEvaluator::new(evaluator, mb << 20)),
+    let cache = match job.selfplay.eval_cache_mb {
+        0 => None,
+        mb => Some(Arc::new(CachedEvaluator::new(evaluator.clone(), mb << 20))),
+    };
+    let evaluator: Arc<dyn Evaluator> = match &cache {
+        Some(c) => c.clone(),
+        None => evaluator,
     };
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Result<GameSummary>>();
@@ -406,7 +420,7 @@ pub fn run_pool(
         }
         Ok(())
     })?;
-    Ok(stored)
+    Ok(PoolReport { stored, cache: cache.map(|c| c.stats()).unwrap_or_default() })
 }
 
 #[cfg(test)]
@@ -481,7 +495,7 @@ mod tests {
         std::fs::create_dir_all(&new).unwrap();
         let stop = AtomicBool::new(false);
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
-        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap(), count);
+        assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap().stored, count);
         (games, new)
     }
 
@@ -503,7 +517,16 @@ mod tests {
             let counting = Arc::new(Counting(AtomicUsize::new(0)));
             let mut job = job(24, 0.0, vec![]);
             job.selfplay.eval_cache_mb = mb;
-            assert_eq!(run_pool(&job, counting.clone(), dir.path(), 6, 0, &stop, |_| {}).unwrap(), 6);
+            let report = run_pool(&job, counting.clone(), dir.path(), 6, 0, &stop, |_| {}).unwrap();
+            assert_eq!(report.stored, 6);
+            // The report counts the cache's answers: every position the network did not see.
+            let asked = counting.0.load(Ordering::Relaxed) as u64;
+            if mb == 0 {
+                assert_eq!(report.cache, bredon_mcts::CacheStats::default());
+            } else {
+                assert!(report.cache.hits > 0, "{:?}", report.cache);
+                assert_eq!(report.cache.lookups - report.cache.hits, asked, "{:?}", report.cache);
+            }
             let mut files: Vec<_> = std::fs::read_dir(dir.path())
                 .unwrap()
                 .map(|e| e.unwrap().path())
@@ -532,7 +555,7 @@ mod tests {
         let job = job(16, 0.5, sources.to_vec());
         let mut reanalysed = 0;
         let stored =
-            run_pool(&job, evaluator, &new, 16, 0, &stop, |g| reanalysed += usize::from(g.reanalysed)).unwrap();
+            run_pool(&job, evaluator, &new, 16, 0, &stop, |g| reanalysed += usize::from(g.reanalysed)).unwrap().stored;
         assert_eq!(stored, 16);
         assert!((3..=13).contains(&reanalysed), "about half of 16 slots: {reanalysed}");
         // The slot's draw is its own: the same index, the same source.
@@ -645,7 +668,8 @@ mod tests {
             reanalysed += usize::from(g.reanalysed);
             endgames += usize::from(g.endgame_from.is_some());
         })
-        .unwrap();
+        .unwrap()
+        .stored;
         assert_eq!(stored, 24);
         assert!((5..=19).contains(&endgames), "about half of 24 slots: {endgames}");
         assert!((1..=12).contains(&reanalysed), "about a quarter of 24 slots: {reanalysed}");
