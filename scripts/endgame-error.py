@@ -6,10 +6,11 @@ value head) on each game's PTN and compares the value with the game's real resul
 the side to move's point of view; the margin head with the real final flat margin.
 
     scripts/endgame-error.py DIR PLAYER [--bredon target/release/bredon] [--model M]
-                             [--visits 1] [--games N]
+                             [--visits 1] [--games N] [--colour white|black]
 
 DIR is an arena output directory (results.jsonl and games/). PLAYER names the games to
-look at (those PLAYER played); the positions of both sides are judged.
+look at (those PLAYER played; with --colour, only those it played as that colour); the
+positions of both sides are judged.
 """
 import argparse
 import json
@@ -63,10 +64,14 @@ def main() -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--visits", type=int, default=1)
     ap.add_argument("--games", type=int, default=0, help="at most this many games (0: all)")
+    ap.add_argument("--colour", choices=["white", "black"], default=None,
+                    help="only the games PLAYER played as this colour")
     args = ap.parse_args()
     root = Path(args.dir)
     records = [json.loads(l) for l in (root / "results.jsonl").read_text().splitlines() if l.strip()]
     games = [r for r in records if args.player in (r["white"], r["black"]) and r.get("ptn_file")]
+    if args.colour:
+        games = [r for r in games if r[args.colour] == args.player]
     if args.games:
         games = games[: args.games]
     if not games:
@@ -79,6 +84,8 @@ def main() -> int:
     table = defaultdict(lambda: [0, 0.0, 0, 0.0, 0])
     by_result = defaultdict(lambda: [0, 0.0, 0])
     by_reserves = defaultdict(lambda: [0, 0.0, 0])
+    # reserves bucket -> [positions, sum of the value for white, sum of the result for white]
+    bias = defaultdict(lambda: [0, 0.0, 0.0])
     for i, rec in enumerate(games):
         ptn = (root / rec["ptn_file"]).read_text()
         query = {"id": str(i), "ptn": ptn, "visits": args.visits, "komi": rec["half_komi"] / 2,
@@ -109,6 +116,10 @@ def main() -> int:
             reserves = min(wl, bl)
             key = (bucket(reserves, [(0, 2), (3, 5), (6, 9), (10, 14), (15, 999)]),
                    bucket(empty, [(0, 2), (3, 5), (6, 9), (10, 999)]))
+            b = bias[key[0]]
+            b[0] += 1
+            b[1] += a["value"] if white_to_move else -a["value"]
+            b[2] += white
             total = by_reserves[key[0]]
             total[0] += 1
             total[1] += err * err
@@ -130,7 +141,8 @@ def main() -> int:
                 r[2] += int(truth != 0 and a["value"] * truth < 0)
     engine.stdin.close()
     engine.wait()
-    print(f"{len(games)} games of {args.player} in {root}, the network at {args.visits} visit(s)")
+    as_colour = f" as {args.colour}" if args.colour else ""
+    print(f"{len(games)} games of {args.player}{as_colour} in {root}, the network at {args.visits} visit(s)")
     print()
     print("All positions, by the mover's-side reserves left (fewer of the two) and empty squares:")
     print("| reserves | empty | positions | value MSE | wrong side | margin error (flats; games not won by a road) |")
@@ -146,6 +158,14 @@ def main() -> int:
     for key in sorted(by_reserves, key=lambda k: int(k.split("-")[0].rstrip("+"))):
         n, sq, wrong = by_reserves[key]
         print(f"| {key} | {n} | {sq / n:.3f} | {100 * wrong / n:.1f} % |")
+    print()
+    print("Bias: the mean value for white against the mean result for white, by the reserves left")
+    print("(a network that overrates the positions its own search steers into shows it here):")
+    print("| reserves | positions | value for white | result for white | value − result |")
+    print("|---|---|---|---|---|")
+    for key in sorted(bias, key=lambda k: int(k.split("-")[0].rstrip("+"))):
+        n, v, t = bias[key]
+        print(f"| {key} | {n} | {v / n:+.3f} | {t / n:+.3f} | {(v - t) / n:+.3f} |")
     print()
     print(f"{args.player} to move, by how its game ended and the reserves left:")
     print("| game | reserves | positions | value MSE | wrong side |")

@@ -133,6 +133,17 @@ pub struct SelfPlayConfig {
     /// one game or in another game (every game starts from the same few openings), costs
     /// no forward pass. The games are the same, only cheaper. 0 = off.
     pub eval_cache_mb: usize,
+    /// Komi randomisation (KataGo's): this share of the new games (0 = off, the default;
+    /// at most 1) is played at another komi than `[game] komi`, drawn uniformly from the
+    /// half-flat steps within `komi_spread` of it (never below 0). The network sees the
+    /// komi as an input; the same kind of position ending differently under different komi
+    /// teaches the value and margin heads what a flat is worth, where a run at one komi
+    /// only learns which side its own games favour. Stored games at those komi are
+    /// reanalysed and branched from like the others; the ladder and matches play at
+    /// `[game] komi`.
+    pub komi_randomise: f64,
+    /// How far, in flats (a multiple of 0.5), a randomised komi may lie from `[game] komi`.
+    pub komi_spread: f32,
 }
 
 impl SelfPlayConfig {
@@ -182,6 +193,8 @@ impl Default for SelfPlayConfig {
             endgame_starts: 0.0,
             endgame_reserves: 8,
             eval_cache_mb: 128,
+            komi_randomise: 0.0,
+            komi_spread: 2.0,
         }
     }
 }
@@ -442,6 +455,12 @@ impl RunConfig {
                 s.reanalyse
             );
         }
+        if !(0.0..=1.0).contains(&s.komi_randomise) {
+            invalid!("selfplay.komi_randomise = {} is a share of the games (0 to 1)", s.komi_randomise);
+        }
+        if !(0.0..=20.0).contains(&s.komi_spread) || (s.komi_spread * 2.0).fract() != 0.0 {
+            invalid!("selfplay.komi_spread = {} must be a multiple of 0.5 from 0 to 20 (flats)", s.komi_spread);
+        }
         if !(s.visits_start_fraction > 0.0 && s.visits_start_fraction <= 1.0) {
             invalid!("selfplay.visits_start_fraction = {} must be in (0, 1]", s.visits_start_fraction);
         }
@@ -594,6 +613,11 @@ mod tests {
         assert!(err("[train]\nlr_decay = 2.0").contains("train.lr_decay"));
         assert!(err("[train]\nsearch_value_weight = 1.5").contains("train.search_value_weight"));
         assert!(err("[selfplay]\nvisits_start_fraction = 0.0").contains("selfplay.visits_start_fraction"));
+        assert!(err("[selfplay]\nkomi_randomise = 1.5").contains("selfplay.komi_randomise = 1.5"));
+        assert!(err("[selfplay]\nkomi_spread = 0.3").contains("selfplay.komi_spread = 0.3 must be a multiple of 0.5"));
+        assert!(err("[selfplay]\nkomi_spread = -1.0").contains("selfplay.komi_spread"));
+        let ok = RunConfig::from_toml("[selfplay]\nkomi_randomise = 0.5\nkomi_spread = 1.5").unwrap();
+        assert_eq!((ok.selfplay.komi_randomise, ok.selfplay.komi_spread), (0.5, 1.5));
         let e = err("[train]\noptimizer = \"rmsprop\"");
         assert!(e.contains("rmsprop") && e.contains("adam") && e.contains("sgd"), "{e}");
         assert_eq!(RunConfig::from_toml("[train]\noptimizer = \"sgd\"").unwrap().train.optimizer, OptimizerKind::Sgd);

@@ -2,7 +2,9 @@
 //! evaluator (normally the batching inference service, which merges their leaf batches).
 //! A share of the pool's game slots can re-search stored games instead of playing new
 //! ones ([`reanalyse_game`], `[selfplay] reanalyse`), and a share can play on from a
-//! stored game's endgame ([`endgame_start`], `[selfplay] endgame_starts`).
+//! stored game's endgame ([`endgame_start`], `[selfplay] endgame_starts`). A share of the
+//! new games can be played at another komi ([`SelfPlayJob::new_game_options`],
+//! `[selfplay] komi_randomise`).
 
 use crate::error::{Result, RunError};
 use bredon_mcts::{CacheStats, CachedEvaluator, Evaluator, Search, SearchConfig};
@@ -34,6 +36,37 @@ pub struct SelfPlayJob {
     /// reanalyse`) or start from one of their endgames (`endgame_starts`); empty: every
     /// slot plays a new game from the start.
     pub stored_games: Arc<[PathBuf]>,
+}
+
+impl SelfPlayJob {
+    /// The setup of new game `game_index`: the job's, or with `[selfplay] komi_randomise`
+    /// for that share of the games (drawn by the game's own RNG stream, so a resumed
+    /// generation draws the same) a komi drawn uniformly from the half-flat steps within
+    /// `komi_spread` of the job's, never below 0 (unless the job's is).
+    pub fn new_game_options(&self, game_index: u64) -> GameOptions {
+        let cfg = &self.selfplay;
+        let steps = (cfg.komi_spread * 2.0).round() as i32;
+        if cfg.komi_randomise <= 0.0 || steps <= 0 {
+            return self.options;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ game_index.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x6B0D);
+        if !rng.random_bool(cfg.komi_randomise.min(1.0)) {
+            return self.options;
+        }
+        let base = i32::from(self.options.half_komi);
+        // Never below 0, unless the run's own komi is.
+        let half_komi = rng.random_range((base - steps).max(base.min(0))..=base + steps);
+        self.options.with_half_komi(half_komi.clamp(i32::from(i8::MIN), i32::from(i8::MAX)) as i8)
+    }
+
+    /// Whether a stored game of this setup may be reanalysed or branched from: the same
+    /// board size, and the job's komi or (with `komi_randomise`) one it could have drawn.
+    pub fn accepts(&self, options: &GameOptions) -> bool {
+        let cfg = &self.selfplay;
+        let spread = if cfg.komi_randomise > 0.0 { (cfg.komi_spread * 2.0).round() as i32 } else { 0 };
+        options.size == self.options.size
+            && (i32::from(options.half_komi) - i32::from(self.options.half_komi)).abs() <= spread
+    }
 }
 
 /// What a finished game reports to the caller.
@@ -73,20 +106,22 @@ pub fn play_game(
     stop: &AtomicBool,
 ) -> Result<Option<(GameRecord, GameSummary)>> {
     let rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    play_on(job, evaluator, Vec::new(), rng, stop)
+    play_on(job, evaluator, job.new_game_options(game_index), Vec::new(), rng, stop)
 }
 
-/// Plays a self-play game on from the position after `prefix` (replayed plies, kept in
-/// the record as they are: not samples unless they were), with the job's searches.
+/// Plays a self-play game of setup `options` on from the position after `prefix`
+/// (replayed plies, kept in the record as they are: not samples unless they were), with
+/// the job's searches.
 fn play_on(
     job: &SelfPlayJob,
     evaluator: &dyn Evaluator,
+    options: GameOptions,
     prefix: Vec<PlyRecord>,
     mut rng: ChaCha8Rng,
     stop: &AtomicBool,
 ) -> Result<Option<(GameRecord, GameSummary)>> {
     let cfg = &job.selfplay;
-    let mut pos = Position::with_options(job.options)?;
+    let mut pos = Position::with_options(options)?;
     for ply in &prefix {
         pos.play(Move(ply.mv))?;
     }
@@ -150,13 +185,8 @@ fn play_on(
         reanalysed: false,
         endgame_from: (replayed > 0).then_some(replayed),
     };
-    let record = GameRecord {
-        size: job.options.size as u8,
-        half_komi: job.options.half_komi,
-        model: job.model.clone(),
-        plies,
-        result,
-    };
+    let record =
+        GameRecord { size: options.size as u8, half_komi: options.half_komi, model: job.model.clone(), plies, result };
     Ok(Some((record, summary)))
 }
 
@@ -262,7 +292,7 @@ pub fn endgame_start(
     let at = starts[rng.random_range(0..starts.len())];
     let prefix =
         source.plies[..at].iter().map(|p| PlyRecord { mv: p.mv, visits: Vec::new(), root_value: p.root_value });
-    play_on(job, evaluator, prefix.collect(), rng, stop)
+    play_on(job, evaluator, source.options(), prefix.collect(), rng, stop)
 }
 
 /// What a game slot does.
@@ -311,7 +341,7 @@ fn fill_slot(
         Slot::Endgame(path) => (path, false),
     };
     let source = match GameRecord::load(path) {
-        Ok((source, _, _)) if source.options() == job.options => source,
+        Ok((source, _, _)) if job.accepts(&source.options()) => source,
         Ok(_) => {
             eprintln!("warning: not using stored game {} (another size or komi)", path.display());
             return play_game(job, evaluator, index, stop);
@@ -497,6 +527,62 @@ mod tests {
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
         assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap().stored, count);
         (games, new)
+    }
+
+    #[test]
+    fn komi_randomisation_plays_a_share_of_the_games_at_nearby_komi() {
+        let mut job = job(4, 0.0, vec![]);
+        job.options = GameOptions::new(4).with_half_komi(2); // komi 1
+        job.selfplay.komi_randomise = 0.75;
+        job.selfplay.komi_spread = 1.5; // half komi 0 to 5
+        let drawn: Vec<i8> = (0..300).map(|i| job.new_game_options(i).half_komi).collect();
+        // The draw is the game's own (a resumed generation draws the same), within the spread.
+        assert_eq!(drawn, (0..300).map(|i| job.new_game_options(i).half_komi).collect::<Vec<_>>());
+        assert!(drawn.iter().all(|h| (0..=5).contains(h)), "{drawn:?}");
+        let seen: std::collections::BTreeSet<i8> = drawn.iter().copied().collect();
+        assert_eq!(seen.len(), 6, "every step of the spread is drawn: {seen:?}");
+        // A quarter at the run's komi, and a sixth of the rest: about 112 of 300.
+        let at_run_komi = drawn.iter().filter(|&&h| h == 2).count();
+        assert!((80..=145).contains(&at_run_komi), "{at_run_komi}");
+        assert!(job.new_game_options(7).size == 4);
+        // Stored games at a komi the job could draw may be reanalysed; others not.
+        assert!(job.accepts(&GameOptions::new(4).with_half_komi(5)));
+        assert!(!job.accepts(&GameOptions::new(4).with_half_komi(6)));
+        assert!(!job.accepts(&GameOptions::new(5).with_half_komi(2)));
+        // Never below 0 when the run's komi is not.
+        let mut zero = job.clone();
+        zero.options = GameOptions::new(4);
+        assert!((0..300).all(|i| (0..=3).contains(&zero.new_game_options(i).half_komi)));
+        // Off: every game at the run's komi, and only that komi's games are accepted.
+        let mut off = job.clone();
+        off.selfplay.komi_randomise = 0.0;
+        assert!((0..300).all(|i| off.new_game_options(i) == off.options));
+        assert!(off.accepts(&off.options) && !off.accepts(&GameOptions::new(4).with_half_komi(3)));
+
+        // A pool's records carry the komi they were played at, and their results are that
+        // komi's.
+        let stop = AtomicBool::new(false);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(run_pool(&job, Arc::new(UniformEvaluator), dir.path(), 16, 0, &stop, |_| {}).unwrap().stored, 16);
+        let mut komis = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "game") {
+                continue;
+            }
+            let index: u64 = path.file_name().unwrap().to_string_lossy()[..8].parse().unwrap();
+            let (record, _, _) = GameRecord::load(&path).unwrap();
+            assert_eq!(record.options(), job.new_game_options(index), "{}", path.display());
+            komis.insert(record.half_komi);
+            let mut pos = Position::with_options(record.options()).unwrap();
+            for ply in &record.plies {
+                pos.play(Move(ply.mv)).unwrap();
+            }
+            if let (StoredResult::Finished { .. }, Some(r)) = (record.result, pos.result()) {
+                assert_eq!(record.result, StoredResult::finished(r), "{}", path.display());
+            }
+        }
+        assert!(komis.len() > 1, "16 games at one komi: {komis:?}");
     }
 
     /// The uniform evaluator, counting the positions it is asked about.
