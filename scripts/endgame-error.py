@@ -56,6 +56,11 @@ def bucket(n: int, edges):
     return "?"
 
 
+def low_end(name: str) -> int:
+    """The lower bound of a bucket's name (`bucket`'s "3-5" or "15+"), to sort by."""
+    return int(name.split("-")[0].rstrip("+"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -147,7 +152,7 @@ def main() -> int:
     print("All positions, by the mover's-side reserves left (fewer of the two) and empty squares:")
     print("| reserves | empty | positions | value MSE | wrong side | margin error (flats; games not won by a road) |")
     print("|---|---|---|---|---|---|")
-    for key in sorted(table, key=lambda k: (int(k[0].split("-")[0].rstrip("+")), int(k[1].split("-")[0].rstrip("+")))):
+    for key in sorted(table, key=lambda k: (low_end(k[0]), low_end(k[1]))):
         n, sq, wrong, merr, mn = table[key]
         margin = f"{merr / mn:.2f}" if mn else "-"
         print(f"| {key[0]} | {key[1]} | {n} | {sq / n:.3f} | {100 * wrong / n:.1f} % | {margin} |")
@@ -155,7 +160,7 @@ def main() -> int:
     print("All positions, by the reserves left only (the figures to compare two networks by):")
     print("| reserves | positions | value MSE | wrong side |")
     print("|---|---|---|---|")
-    for key in sorted(by_reserves, key=lambda k: int(k.split("-")[0].rstrip("+"))):
+    for key in sorted(by_reserves, key=low_end):
         n, sq, wrong = by_reserves[key]
         print(f"| {key} | {n} | {sq / n:.3f} | {100 * wrong / n:.1f} % |")
     print()
@@ -163,7 +168,7 @@ def main() -> int:
     print("(a network that overrates the positions its own search steers into shows it here):")
     print("| reserves | positions | value for white | result for white | value − result |")
     print("|---|---|---|---|---|")
-    for key in sorted(bias, key=lambda k: int(k.split("-")[0].rstrip("+"))):
+    for key in sorted(bias, key=low_end):
         n, v, t = bias[key]
         print(f"| {key} | {n} | {v / n:+.3f} | {t / n:+.3f} | {(v - t) / n:+.3f} |")
     print()

@@ -81,6 +81,13 @@ pub struct CacheStats {
     pub lookups: u64,
 }
 
+impl std::ops::AddAssign for CacheStats {
+    fn add_assign(&mut self, o: CacheStats) {
+        self.hits += o.hits;
+        self.lookups += o.lookups;
+    }
+}
+
 impl CacheStats {
     /// The share of lookups answered from memory (0 before any).
     pub fn hit_rate(&self) -> f64 {

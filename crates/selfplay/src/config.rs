@@ -158,6 +158,12 @@ impl SelfPlayConfig {
         n.clamp(1, self.concurrent_games.max(1))
     }
 
+    /// How many half-flat steps a randomised komi may lie from `[game] komi`
+    /// (`komi_spread` doubled); 0 when `komi_randomise` is off.
+    pub fn komi_steps(&self) -> i32 {
+        if self.komi_randomise > 0.0 { (self.komi_spread * 2.0).round() as i32 } else { 0 }
+    }
+
     /// The (full, fast) visit budgets of `generation`'s games (see
     /// `visits_ramp_generations`); each at least 1.
     pub fn visits_at(&self, generation: u32) -> (u32, u32) {

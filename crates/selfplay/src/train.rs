@@ -678,8 +678,7 @@ impl PlayStats {
         self.draws += o.draws;
         self.plies += o.plies;
         self.evals += o.evals;
-        self.cache.hits += o.cache.hits;
-        self.cache.lookups += o.cache.lookups;
+        self.cache += o.cache;
         self.secs += o.secs;
     }
 

@@ -44,13 +44,12 @@ impl SelfPlayJob {
     /// generation draws the same) a komi drawn uniformly from the half-flat steps within
     /// `komi_spread` of the job's, never below 0 (unless the job's is).
     pub fn new_game_options(&self, game_index: u64) -> GameOptions {
-        let cfg = &self.selfplay;
-        let steps = (cfg.komi_spread * 2.0).round() as i32;
-        if cfg.komi_randomise <= 0.0 || steps <= 0 {
+        let steps = self.selfplay.komi_steps();
+        if steps <= 0 {
             return self.options;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ game_index.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x6B0D);
-        if !rng.random_bool(cfg.komi_randomise.min(1.0)) {
+        if !rng.random_bool(self.selfplay.komi_randomise.min(1.0)) {
             return self.options;
         }
         let base = i32::from(self.options.half_komi);
@@ -62,10 +61,8 @@ impl SelfPlayJob {
     /// Whether a stored game of this setup may be reanalysed or branched from: the same
     /// board size, and the job's komi or (with `komi_randomise`) one it could have drawn.
     pub fn accepts(&self, options: &GameOptions) -> bool {
-        let cfg = &self.selfplay;
-        let spread = if cfg.komi_randomise > 0.0 { (cfg.komi_spread * 2.0).round() as i32 } else { 0 };
         options.size == self.options.size
-            && (i32::from(options.half_komi) - i32::from(self.options.half_komi)).abs() <= spread
+            && (i32::from(options.half_komi) - i32::from(self.options.half_komi)).abs() <= self.selfplay.komi_steps()
     }
 }
 
