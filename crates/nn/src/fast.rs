@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use std::sync::Mutex;
 
 use crate::encoding::{encode, input_len, planes};
-use crate::folded::{FoldedConv, FoldedLinear, FoldedNet};
+use crate::folded::{FoldedLinear, FoldedNet, Matrix};
 use crate::model::{NetConfig, TakNet, pool_size_scale};
 use crate::policy::policy_size;
 
@@ -251,7 +251,9 @@ struct Packed {
 }
 
 impl Packed {
-    fn new(isa: Isa, k: usize, n: usize, weight: impl Fn(usize, usize) -> f32, bias: &[f32]) -> Packed {
+    /// `m` packed for the kernels of `isa`.
+    fn new(isa: Isa, m: &Matrix) -> Packed {
+        let (k, n) = (m.k, m.n);
         let (nv, mr) = isa.tile_shape(n);
         let nr = nv * isa.lanes();
         let panels = n.div_ceil(nr);
@@ -262,47 +264,14 @@ impl Packed {
                 for jj in 0..nr {
                     let j = p * nr + jj;
                     if j < n {
-                        data[(p * k + kk) * nr + jj] = weight(kk, j);
+                        data[(p * k + kk) * nr + jj] = m.w[kk * n + j];
                     }
                 }
             }
         }
         let mut b = vec![0.0; panels * nr];
-        b[..n].copy_from_slice(&bias[..n]);
+        b[..n].copy_from_slice(&m.bias[..n]);
         Packed { k, n, nv, mr, nr, panels, w, bias: b }
-    }
-
-    /// A 3x3 convolution: row `t * cin + ci` (tap `t = dy * 3 + dx`), column `co`.
-    fn conv3(isa: Isa, c: &FoldedConv) -> Packed {
-        assert_eq!(c.k, 3, "a 3x3 convolution");
-        let cin = c.cin;
-        Packed::new(
-            isa,
-            9 * cin,
-            c.cout,
-            |kk, j| {
-                let (t, ci) = (kk / cin, kk % cin);
-                c.weight[((j * cin + ci) * 3 + t / 3) * 3 + t % 3]
-            },
-            &c.bias,
-        )
-    }
-
-    /// A dense layer reading a channels-last `[square][channel]` input of `channels`
-    /// channels where `l` expects burn's channel-major flatten (`channel * area + square`).
-    fn dense_from_nchw(isa: Isa, l: &FoldedLinear, area: usize, channels: usize) -> Packed {
-        assert_eq!(l.din, area * channels, "dense input size");
-        let dout = l.dout;
-        Packed::new(
-            isa,
-            l.din,
-            dout,
-            |kk, j| {
-                let (sq, c) = (kk / channels, kk % channels);
-                l.weight[(c * area + sq) * dout + j]
-            },
-            &l.bias,
-        )
     }
 }
 
@@ -727,18 +696,7 @@ impl FastNet {
     pub fn from_folded(net: &FoldedNet, isa: Isa) -> FastNet {
         let isa = if Isa::available().contains(&isa) { isa } else { Isa::Portable };
         let n = net.size();
-        let area = n * n;
-        let c = net.config.channels;
-        let pf = net.policy_conv.cout;
-        let heads = pf + net.value_conv.cout;
-        let head_bias: Vec<f32> = net.policy_conv.bias.iter().chain(&net.value_conv.bias).copied().collect();
-        let head = Packed::new(
-            isa,
-            c,
-            heads,
-            |ci, j| if j < pf { net.policy_conv.weight[j * c + ci] } else { net.value_conv.weight[(j - pf) * c + ci] },
-            &head_bias,
-        );
+        let head = Packed::new(isa, &net.head_matrix());
         let side = (n + 2) as isize;
         let mut taps3 = [0isize; 9];
         for (t, tap) in taps3.iter_mut().enumerate() {
@@ -749,25 +707,21 @@ impl FastNet {
             isa,
             config: net.config.clone(),
             policy_size: policy_size(n),
-            stem: Packed::conv3(isa, &net.stem),
-            blocks: net.blocks.iter().map(|(a, b)| (Packed::conv3(isa, a), Packed::conv3(isa, b))).collect(),
+            stem: Packed::new(isa, &Matrix::conv3(&net.stem)),
+            blocks: net
+                .blocks
+                .iter()
+                .map(|(a, b)| (Packed::new(isa, &Matrix::conv3(a)), Packed::new(isa, &Matrix::conv3(b))))
+                .collect(),
             head,
-            policy: match (&net.policy_fc, &net.policy_out) {
-                (Some(fc), _) => PolicyOut::Dense(Packed::dense_from_nchw(isa, fc, area, pf)),
-                (None, Some(out)) => {
-                    PolicyOut::Conv(Packed::new(isa, pf, out.cout, |ci, j| out.weight[j * pf + ci], &out.bias))
-                }
-                (None, None) => unreachable!("a network has a policy head"),
+            policy: match net.policy_fc {
+                Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
+                None => PolicyOut::Conv(Packed::new(isa, &net.policy_matrix())),
             },
             gpool: net.gpool.clone(),
             pool_scale: pool_size_scale(n),
             value_pool: net.value_pool(),
-            value_fc1: if net.value_pool() {
-                let l = &net.value_fc1;
-                Packed::new(isa, l.din, l.dout, |k, j| l.weight[k * l.dout + j], &l.bias)
-            } else {
-                Packed::dense_from_nchw(isa, &net.value_fc1, area, net.value_conv.cout)
-            },
+            value_fc1: Packed::new(isa, &net.value_fc1_matrix()),
             value_fc2: net.value_fc2.weight.clone(),
             value_b2: net.value_fc2.bias.clone(),
             margin: net.margin_fc.as_ref().map(|l| (l.weight.clone(), l.bias[0])),

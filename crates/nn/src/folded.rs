@@ -185,4 +185,110 @@ impl FoldedNet {
     pub fn value_pool(&self) -> bool {
         self.config.value_head == ValueHead::Pool
     }
+
+    /// The policy and value 1x1 convolutions as one layer over the trunk's channels
+    /// (policy filters first), as both matrix kernels run them.
+    pub fn head_matrix(&self) -> Matrix {
+        let c = self.config.channels;
+        let (p, v) = (&self.policy_conv, &self.value_conv);
+        let pf = p.cout;
+        let bias: Vec<f32> = p.bias.iter().chain(&v.bias).copied().collect();
+        Matrix::from_fn(
+            c,
+            pf + v.cout,
+            |ci, j| if j < pf { p.weight[j * c + ci] } else { v.weight[(j - pf) * c + ci] },
+            &bias,
+        )
+    }
+
+    /// The policy head's last layer over the policy features (channels-last): the dense
+    /// layer to every move, or the convolutional head's per-square 1x1 layer.
+    pub fn policy_matrix(&self) -> Matrix {
+        let area = self.size() * self.size();
+        match (&self.policy_fc, &self.policy_out) {
+            (Some(fc), _) => Matrix::dense_from_nchw(fc, area, self.policy_conv.cout),
+            (None, Some(out)) => Matrix::conv1(out),
+            (None, None) => unreachable!("a network has a policy head"),
+        }
+    }
+
+    /// The value head's first dense layer over its input: the pooled value features, or
+    /// the channels-last value features of every square.
+    pub fn value_fc1_matrix(&self) -> Matrix {
+        let area = self.size() * self.size();
+        if self.value_pool() {
+            Matrix::dense(&self.value_fc1)
+        } else {
+            Matrix::dense_from_nchw(&self.value_fc1, area, self.value_conv.cout)
+        }
+    }
+}
+
+/// A layer as one matrix product, `out[j] = bias[j] + sum_k in[k] * w[k][j]`, with the
+/// rows in the order the matrix kernels read their input: the form the CPU's fast path
+/// ([`crate::fast`]) and the GPU's kernels pack their weights from.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    /// Rows (inputs).
+    pub k: usize,
+    /// Columns (outputs).
+    pub n: usize,
+    /// `k * n` weights, row-major (`w[k * n + j]`).
+    pub w: Vec<f32>,
+    /// `n` biases.
+    pub bias: Vec<f32>,
+}
+
+impl Matrix {
+    /// The `k x n` matrix with `weight(row, column)` and `bias`.
+    pub fn from_fn(k: usize, n: usize, weight: impl Fn(usize, usize) -> f32, bias: &[f32]) -> Matrix {
+        let mut w = Vec::with_capacity(k * n);
+        for kk in 0..k {
+            w.extend((0..n).map(|j| weight(kk, j)));
+        }
+        Matrix { k, n, w, bias: bias[..n].to_vec() }
+    }
+
+    /// A 3x3 convolution over a channels-last board: row `t * cin + ci` (tap
+    /// `t = dy * 3 + dx`), column `co`.
+    pub fn conv3(c: &FoldedConv) -> Matrix {
+        assert_eq!(c.k, 3, "a 3x3 convolution");
+        let cin = c.cin;
+        Matrix::from_fn(
+            9 * cin,
+            c.cout,
+            |kk, j| {
+                let (t, ci) = (kk / cin, kk % cin);
+                c.weight[((j * cin + ci) * 3 + t / 3) * 3 + t % 3]
+            },
+            &c.bias,
+        )
+    }
+
+    /// A 1x1 convolution: row `ci`, column `co`.
+    pub fn conv1(c: &FoldedConv) -> Matrix {
+        assert_eq!(c.k, 1, "a 1x1 convolution");
+        Matrix::from_fn(c.cin, c.cout, |ci, j| c.weight[j * c.cin + ci], &c.bias)
+    }
+
+    /// A dense layer as stored (`[in][out]`).
+    pub fn dense(l: &FoldedLinear) -> Matrix {
+        Matrix { k: l.din, n: l.dout, w: l.weight.clone(), bias: l.bias.clone() }
+    }
+
+    /// A dense layer reading a channels-last `[square][channel]` input of `channels`
+    /// channels where `l` expects burn's channel-major flatten (`channel * area + square`).
+    pub fn dense_from_nchw(l: &FoldedLinear, area: usize, channels: usize) -> Matrix {
+        assert_eq!(l.din, area * channels, "dense input size");
+        let dout = l.dout;
+        Matrix::from_fn(
+            l.din,
+            dout,
+            |kk, j| {
+                let (sq, c) = (kk / channels, kk % channels);
+                l.weight[(c * area + sq) * dout + j]
+            },
+            &l.bias,
+        )
+    }
 }

@@ -19,7 +19,8 @@ use crate::train::{encode_batch, encode_planes};
 
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
 /// default), `burn` (the training framework's own forward pass, on the model's device),
-/// or `auto`: fast for a model on the CPU, burn for one on a GPU.
+/// `wgsl` (Bredon's own kernels on a wgpu device, [`crate::wgsl`]), or `auto`: fast for a
+/// model on the CPU, burn for one on a GPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InferenceKind {
@@ -30,6 +31,10 @@ pub enum InferenceKind {
     Fast,
     /// burn's forward pass on the selected device (flex on the CPU, or the GPU).
     Burn,
+    /// Bredon's own WGSL kernels on the wgpu adapter of the selected device (a build with
+    /// the `wgpu` feature; on the CPU device this is the fast path, and in a build without
+    /// the feature burn's).
+    Wgsl,
 }
 
 impl InferenceKind {
@@ -38,6 +43,8 @@ impl InferenceKind {
         match self {
             InferenceKind::Auto if crate::device::is_cpu(device) => InferenceKind::Fast,
             InferenceKind::Auto => InferenceKind::Burn,
+            InferenceKind::Wgsl if crate::device::is_cpu(device) => InferenceKind::Fast,
+            InferenceKind::Wgsl if !cfg!(feature = "wgpu") => InferenceKind::Burn,
             k => k,
         }
     }
@@ -45,7 +52,7 @@ impl InferenceKind {
 
 /// A name that is not an [`InferenceKind`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown inference {0:?} (use auto, fast or burn)")]
+#[error("unknown inference {0:?} (use auto, fast, burn or wgsl)")]
 pub struct UnknownInference(pub String);
 
 impl std::str::FromStr for InferenceKind {
@@ -56,6 +63,7 @@ impl std::str::FromStr for InferenceKind {
             "auto" => Ok(InferenceKind::Auto),
             "fast" => Ok(InferenceKind::Fast),
             "burn" => Ok(InferenceKind::Burn),
+            "wgsl" => Ok(InferenceKind::Wgsl),
             other => Err(UnknownInference(other.to_string())),
         }
     }
@@ -67,6 +75,7 @@ impl std::fmt::Display for InferenceKind {
             InferenceKind::Auto => "auto",
             InferenceKind::Fast => "fast",
             InferenceKind::Burn => "burn",
+            InferenceKind::Wgsl => "wgsl",
         })
     }
 }
@@ -78,13 +87,26 @@ pub enum Engine {
     Burn(TakNet, usize),
     /// The fast path (weights copied out of the burn model).
     Fast(FastNet),
+    /// Bredon's WGSL kernels on a wgpu device.
+    #[cfg(feature = "wgpu")]
+    Wgsl(Box<crate::wgsl::WgslNet>),
 }
 
 impl Engine {
     /// `model` for board `size`, run by `kind` (`Auto` resolved for the model's device).
+    /// Where the WGSL kernels cannot run (no adapter, a network outside them) burn's
+    /// forward pass does, and a warning says why.
     pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
         match kind.resolve_for(&model.device()) {
             InferenceKind::Burn => Engine::Burn(model, size),
+            #[cfg(feature = "wgpu")]
+            InferenceKind::Wgsl => match crate::wgsl::WgslNet::for_model(&model, size) {
+                Ok(net) => Engine::Wgsl(Box::new(net)),
+                Err(e) => {
+                    eprintln!("bredon: {e}; using burn's forward pass instead");
+                    Engine::Burn(model, size)
+                }
+            },
             _ => Engine::Fast(FastNet::from_model(&model, size)),
         }
     }
@@ -94,6 +116,8 @@ impl Engine {
         match self {
             Engine::Burn(..) => InferenceKind::Burn,
             Engine::Fast(_) => InferenceKind::Fast,
+            #[cfg(feature = "wgpu")]
+            Engine::Wgsl(_) => InferenceKind::Wgsl,
         }
     }
 
@@ -102,6 +126,8 @@ impl Engine {
         match self {
             Engine::Burn(_, size) => *size,
             Engine::Fast(f) => f.size(),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgsl(w) => w.size(),
         }
     }
 
@@ -110,7 +136,36 @@ impl Engine {
         match self {
             Engine::Burn(model, size) => forward_raw(model, positions, *size),
             Engine::Fast(f) => f.forward(positions),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgsl(_) => {
+                let out = self.forward_wdl(positions);
+                (out.logits, out.values)
+            }
         }
+    }
+
+    /// What the search gets from one pass: each position's priors over its `legal` moves,
+    /// its value, and (with those heads) its draw probability and flat margin.
+    pub fn evaluate(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
+        #[cfg(feature = "wgpu")]
+        if let Engine::Wgsl(w) = self {
+            let out = w.evaluate(positions, legal).expect("running the wgsl forward pass");
+            return priors_to_evaluations(out.policy, out.values, out.draws, out.margins);
+        }
+        let out = self.forward_wdl(positions);
+        let size = self.size();
+        let mut evals = to_evaluations(&out.logits, &out.values, legal, size);
+        if let Some(draws) = out.draws {
+            for (e, d) in evals.iter_mut().zip(draws) {
+                e.draw = Some(d.clamp(0.0, 1.0));
+            }
+        }
+        if let Some(margins) = out.margins {
+            for (e, m) in evals.iter_mut().zip(margins) {
+                e.margin = m.is_finite().then_some(m);
+            }
+        }
+        evals
     }
 
     /// [`Engine::forward`] plus each position's draw probability, when the network has a
@@ -135,6 +190,11 @@ impl Engine {
                     draws,
                     margins,
                 }
+            }
+            #[cfg(feature = "wgpu")]
+            Engine::Wgsl(w) => {
+                let out = w.logits(positions).expect("running the wgsl forward pass");
+                Forward { logits: out.policy.concat(), values: out.values, draws: out.draws, margins: out.margins }
             }
             Engine::Fast(f) => {
                 let mut logits = Vec::new();
@@ -230,22 +290,9 @@ impl LegalGather {
         softmax(logits.gather(1, indices) + mask, 1)
     }
 
-    /// Each position's row of the priors read back, cut to its moves; a row that is not a
-    /// distribution (a network that gave no finite logits) becomes uniform, as on the host.
+    /// Each position's row of the priors read back, cut to its moves.
     fn split(&self, flat: &[f32]) -> Vec<Vec<f32>> {
-        self.lens
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| {
-                let row = &flat[i * self.width..i * self.width + n];
-                let sum: f32 = row.iter().sum();
-                if row.iter().all(|x| x.is_finite()) && sum > 0.5 {
-                    row.to_vec()
-                } else {
-                    vec![1.0 / n.max(1) as f32; n]
-                }
-            })
-            .collect()
+        self.lens.iter().enumerate().map(|(i, &n)| flat[i * self.width..i * self.width + n].to_vec()).collect()
     }
 }
 
@@ -341,7 +388,7 @@ pub fn forward_timed(
     t.readback = clock.elapsed();
     let clock = Instant::now();
     let evaluations = match &gather {
-        Some(g) => priors_to_evaluations(g.split(&policy), values),
+        Some(g) => priors_to_evaluations(g.split(&policy), values, None, None),
         None => to_evaluations(&policy, &values, legal, size),
     };
     t.convert = clock.elapsed();
@@ -363,12 +410,33 @@ fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], size: usize
 }
 
 /// Evaluations from priors already over each position's legal moves (computed on the
-/// device) and the values.
-fn priors_to_evaluations(priors: Vec<Vec<f32>>, values: Vec<f32>) -> Vec<Evaluation> {
+/// device), the values, and the draw probabilities and margins where the network has them.
+/// A row of priors that is not a distribution (a network that gave no finite logits)
+/// becomes uniform, as on the host.
+fn priors_to_evaluations(
+    priors: Vec<Vec<f32>>,
+    values: Vec<f32>,
+    draws: Option<Vec<f32>>,
+    margins: Option<Vec<f32>>,
+) -> Vec<Evaluation> {
     priors
         .into_iter()
         .zip(values)
-        .map(|(policy, v)| Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None })
+        .enumerate()
+        .map(|(i, (policy, v))| {
+            let sum: f32 = policy.iter().sum();
+            let policy = if policy.iter().all(|x| x.is_finite()) && sum > 0.5 {
+                policy
+            } else {
+                vec![1.0 / policy.len().max(1) as f32; policy.len()]
+            };
+            Evaluation {
+                policy,
+                value: v.clamp(-1.0, 1.0),
+                draw: draws.as_ref().map(|d| d[i].clamp(0.0, 1.0)),
+                margin: margins.as_ref().and_then(|m| m[i].is_finite().then_some(m[i])),
+            }
+        })
         .collect()
 }
 
@@ -394,10 +462,10 @@ impl Lane {
         Lane { engine: Mutex::new(engine), pool: Some(pool) }
     }
 
-    fn forward(&self, engine: &Engine, positions: &[&Position]) -> Forward {
+    fn evaluate(&self, engine: &Engine, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
         match &self.pool {
-            Some(pool) => pool.install(|| engine.forward_wdl(positions)),
-            None => engine.forward_wdl(positions),
+            Some(pool) => pool.install(|| engine.evaluate(positions, legal)),
+            None => engine.evaluate(positions, legal),
         }
     }
 }
@@ -493,20 +561,7 @@ impl Evaluator for NetEvaluator {
                 let lane = &self.lanes[start % n];
                 (lane, lane.engine.lock().unwrap_or_else(|e| e.into_inner()))
             });
-        let out = lane.forward(&engine, positions);
-        drop(engine);
-        let mut evals = to_evaluations(&out.logits, &out.values, legal, self.size);
-        if let Some(draws) = out.draws {
-            for (e, d) in evals.iter_mut().zip(draws) {
-                e.draw = Some(d.clamp(0.0, 1.0));
-            }
-        }
-        if let Some(margins) = out.margins {
-            for (e, m) in evals.iter_mut().zip(margins) {
-                e.margin = m.is_finite().then_some(m);
-            }
-        }
-        evals
+        lane.evaluate(&engine, positions, legal)
     }
 
     fn preferred_batch_size(&self) -> usize {
@@ -526,8 +581,9 @@ struct Request {
 enum Reply {
     /// Every policy logit of each position (`policy_size(N)` each), and the values.
     Logits(Vec<f32>, Vec<f32>),
-    /// Each position's priors over its legal moves, and the values.
-    Priors(Vec<Vec<f32>>, Vec<f32>),
+    /// Each position's priors over its legal moves, the values, and the draw
+    /// probabilities and margins where the path and the network give them.
+    Priors(Vec<Vec<f32>>, Vec<f32>, Option<Vec<f32>>, Option<Vec<f32>>),
 }
 
 /// Counters of a service (times in nanoseconds).
@@ -645,7 +701,7 @@ impl InferenceService {
     ) -> InferenceService {
         let shards = shards.max(1);
         let stats = Arc::new(Stats::default());
-        let legal_on_device = kind.resolve_for(&model.device()) == InferenceKind::Burn;
+        let legal_on_device = matches!(kind.resolve_for(&model.device()), InferenceKind::Burn | InferenceKind::Wgsl);
         let max_batch = max_batch.max(1);
         let mut senders = Vec::with_capacity(shards);
         let mut threads = Vec::with_capacity(shards);
@@ -741,6 +797,8 @@ fn serve(engine: Engine, max_batch: usize, rx: Receiver<Request>, stats: &Stats)
     match engine {
         Engine::Fast(net) => serve_fast(&net, net.size(), max_batch, rx, stats),
         Engine::Burn(model, size) => serve_burn(&model, size, max_batch, rx, stats),
+        #[cfg(feature = "wgpu")]
+        Engine::Wgsl(net) => serve_wgsl(&net, max_batch, rx, stats),
     }
 }
 
@@ -798,14 +856,73 @@ struct InFlight {
 }
 
 /// burn's path: each position's priors over its legal moves are computed on the device
-/// and only they come back. On a GPU two batches are in flight: the next batch is
-/// gathered, encoded, uploaded and launched before the previous one is read back, so the
-/// host's work overlaps the kernels; on the CPU (flex), where a launch is the work itself,
-/// each batch is read back at once (waiting would only delay its searches).
+/// and only they come back. On a GPU two batches are in flight (see [`serve_pipelined`]);
+/// on the CPU (flex), where a launch is the work itself, each batch is read back at once
+/// (waiting would only delay its searches).
 fn serve_burn(model: &TakNet, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     let device = model.device();
     let depth = if crate::device::is_cpu(&device) { 1 } else { 2 };
-    let mut queue: std::collections::VecDeque<InFlight> = std::collections::VecDeque::new();
+    serve_pipelined(
+        depth,
+        max_batch,
+        rx,
+        stats,
+        |reqs| launch(model, &device, size, reqs, stats),
+        |done| finish(done, stats),
+    );
+}
+
+/// The WGSL kernels: like burn's path on a GPU, two batches in flight, the priors over
+/// the legal moves computed on the device; the draws and margins come back too.
+#[cfg(feature = "wgpu")]
+fn serve_wgsl(net: &crate::wgsl::WgslNet, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+    let launch = |reqs: Vec<Request>| {
+        let clock = Instant::now();
+        let legal = batch_legal(&reqs);
+        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
+        let positions: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
+        let ticket = net.launch(&positions, Some(&legal)).expect("launching the wgsl forward pass");
+        add_time(&stats.forward, clock.elapsed());
+        (reqs, ticket)
+    };
+    let finish = |(reqs, ticket): (Vec<Request>, crate::wgsl::Ticket<'_>)| {
+        let clock = Instant::now();
+        let out = ticket.finish().expect("reading the wgsl forward pass back");
+        add_time(&stats.readback, clock.elapsed());
+        let replying = Instant::now();
+        stats.positions.fetch_add(out.values.len() as u64, Ordering::Relaxed);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        let mut priors = out.policy.into_iter();
+        let mut at = 0;
+        for r in &reqs {
+            let k = r.positions.len();
+            let cut = |v: &Option<Vec<f32>>| v.as_ref().map(|v| v[at..at + k].to_vec());
+            let _ = r.reply.send(Reply::Priors(
+                priors.by_ref().take(k).collect(),
+                out.values[at..at + k].to_vec(),
+                cut(&out.draws),
+                cut(&out.margins),
+            ));
+            at += k;
+        }
+        add_time(&stats.reply, replying.elapsed());
+    };
+    serve_pipelined(2, max_batch, rx, stats, launch, finish);
+}
+
+/// A device service's loop with up to `depth` batches in flight: the next batch is
+/// gathered, encoded, uploaded and launched before the previous one is read back, so the
+/// host's work overlaps the kernels; when no request comes soon, the oldest batch is read
+/// back and answered.
+fn serve_pipelined<T>(
+    depth: usize,
+    max_batch: usize,
+    rx: Receiver<Request>,
+    stats: &Stats,
+    mut launch: impl FnMut(Vec<Request>) -> T,
+    mut finish: impl FnMut(T),
+) {
+    let mut queue: std::collections::VecDeque<T> = std::collections::VecDeque::new();
     loop {
         let next = if queue.is_empty() {
             match rx.recv() {
@@ -819,21 +936,21 @@ fn serve_burn(model: &TakNet, size: usize, max_batch: usize, rx: Receiver<Reques
         match next {
             Some(first) => {
                 let reqs = gather_requests(&rx, first, max_batch, stats);
-                queue.push_back(launch(model, &device, size, reqs, stats));
+                queue.push_back(launch(reqs));
                 if queue.len() >= depth {
                     let done = queue.pop_front().expect("a batch in flight");
-                    finish(done, stats);
+                    finish(done);
                 }
             }
             None => {
                 if let Some(done) = queue.pop_front() {
-                    finish(done, stats);
+                    finish(done);
                 }
             }
         }
     }
     while let Some(done) = queue.pop_front() {
-        finish(done, stats);
+        finish(done);
     }
 }
 
@@ -868,7 +985,7 @@ fn finish(batch: InFlight, stats: &Stats) {
     let mut at = 0;
     for r in &batch.reqs {
         let k = r.positions.len();
-        let _ = r.reply.send(Reply::Priors(priors.by_ref().take(k).collect(), values[at..at + k].to_vec()));
+        let _ = r.reply.send(Reply::Priors(priors.by_ref().take(k).collect(), values[at..at + k].to_vec(), None, None));
         at += k;
     }
     add_time(&stats.reply, replying.elapsed());
@@ -909,7 +1026,9 @@ impl Evaluator for InferenceHandle {
                 let converting = Instant::now();
                 let evaluations = match reply {
                     Reply::Logits(logits, values) => to_evaluations(&logits, &values, legal, self.size),
-                    Reply::Priors(priors, values) => priors_to_evaluations(priors, values),
+                    Reply::Priors(priors, values, draws, margins) => {
+                        priors_to_evaluations(priors, values, draws, margins)
+                    }
                 };
                 add_time(&self.stats.round_trip, converting - sent);
                 add_time(&self.stats.convert, converting.elapsed());

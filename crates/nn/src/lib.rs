@@ -10,6 +10,8 @@
 //! - [`folded`]: the weights with BatchNorm folded into the convolutions (inference form).
 //! - [`fast`]: the fast inference path ([`fast::FastNet`]): channels-last implicit-GEMM
 //!   kernels (AVX-512 / AVX2 / portable) outside burn; burn stays for training.
+//! - [`wgsl`] (feature `wgpu`): the search's forward pass as Bredon's own WGSL kernels on
+//!   a wgpu device, the GPU twin of the fast path.
 //! - [`inference`]: [`NetEvaluator`] (implements `bredon_mcts::Evaluator`) and the batching
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
@@ -33,6 +35,8 @@ pub mod model;
 pub mod onnx;
 pub mod policy;
 pub mod train;
+#[cfg(feature = "wgpu")]
+pub mod wgsl;
 
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use error::{ModelError, OnnxError};

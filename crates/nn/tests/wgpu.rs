@@ -9,7 +9,7 @@ use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_de
 use bredon_rules::Position;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
-use common::{random_examples, real_positions};
+use common::{random_examples, real_positions, trained, with_random_tensors};
 use rand::{Rng, SeedableRng};
 
 fn wgpu() -> Device {
@@ -120,17 +120,104 @@ fn training_steps_on_wgpu_follow_the_cpu() {
     assert!(d <= 1e-2, "after 3 steps the two devices' nets differ by {d}");
 }
 
-/// The batching service on wgpu (burn's path: the legal moves' priors gathered and
-/// softmaxed on the device, only they read back) against the fast path on the CPU, with
-/// the shipped 6x6 network and several searches' requests at once.
+/// Bredon's WGSL kernels against the CPU's fast path on `positions`, batch by batch: every
+/// policy logit, the priors over the legal moves, value, draw probability and margin.
+fn assert_wgsl_agrees(model: &TakNet, positions: &[Position], size: usize, batches: &[usize], what: &str) {
+    use bredon_nn::fast::{FastNet, Scalars};
+    use bredon_nn::wgsl::WgslNet;
+    let fast = FastNet::from_model(model, size);
+    let gpu = WgslNet::for_model(model, size).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let close = |a: f32, b: f32| (a - b).abs() <= 1e-3 * a.abs().max(1.0);
+    let mut at = 0;
+    for &b in batches {
+        let chunk: Vec<&Position> = positions[at..at + b].iter().collect();
+        at += b;
+        let mut logits = Vec::new();
+        let mut want = Scalars::default();
+        fast.forward_scalars_into(&chunk, &mut logits, &mut want);
+        let got = gpu.logits(&chunk).unwrap();
+        let p = logits.len() / b;
+        for (i, row) in got.policy.iter().enumerate() {
+            assert_eq!(row.len(), p, "{what}: logits per position");
+            for (k, (&g, &w)) in row.iter().zip(&logits[i * p..(i + 1) * p]).enumerate() {
+                assert!(close(g, w), "{what}, batch {b}: position {i} logit {k}: wgsl {g} vs fast {w}");
+            }
+        }
+        for i in 0..b {
+            assert!(close(got.values[i], want.values[i]), "{what}: value {} vs {}", got.values[i], want.values[i]);
+            if fast.has_wdl() {
+                let d = got.draws.as_ref().expect("draws")[i];
+                assert!(close(d, want.draws[i]), "{what}: draw {d} vs {}", want.draws[i]);
+            }
+            if fast.has_margin() {
+                let m = got.margins.as_ref().expect("margins")[i];
+                assert!(close(m, want.margins[i]), "{what}: margin {m} vs {}", want.margins[i]);
+            }
+        }
+        assert_eq!((got.draws.is_some(), got.margins.is_some()), (fast.has_wdl(), fast.has_margin()), "{what}");
+        // The search's form: priors over the legal moves, softmaxed on the device.
+        let legal: Vec<Vec<bredon_rules::Move>> = chunk.iter().map(|p| p.legal_moves()).collect();
+        let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
+        let priors = gpu.evaluate(&chunk, &legal).unwrap();
+        for (i, (row, moves)) in priors.policy.iter().zip(&legal).enumerate() {
+            let want = bredon_nn::policy::masked_softmax(&logits[i * p..(i + 1) * p], moves, size);
+            assert_eq!(row.len(), moves.len());
+            let worst = row.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+            assert!(worst <= 1e-4, "{what}: a prior differs by {worst}");
+        }
+    }
+    // Two passes in flight, read back in order, give what one at a time gives.
+    let (a, b): (Vec<&Position>, Vec<&Position>) = (positions[..7].iter().collect(), positions[7..20].iter().collect());
+    let (ta, tb) = (gpu.launch(&a, None).unwrap(), gpu.launch(&b, None).unwrap());
+    let (ra, rb) = (ta.finish().unwrap(), tb.finish().unwrap());
+    assert_eq!(ra.values, gpu.logits(&a).unwrap().values, "{what}: first of two in flight");
+    assert_eq!(rb.values, gpu.logits(&b).unwrap().values, "{what}: second of two in flight");
+    eprintln!("{what}: wgsl agrees with the fast path on {at} positions ({})", gpu.adapter());
+}
+
+#[test]
+fn the_wgsl_kernels_give_the_fast_paths_outputs() {
+    // The shipped 6x6 network: convolutional policy head, pooled value head, global
+    // pooling, win/draw/loss and margin heads. Batches across tile edges (128 rows = 3.6
+    // positions) and a batch that grows the buffers.
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
+    assert_wgsl_agrees(&m6, &played_positions(6, 300, 61), 6, &[1, 3, 37, 150, 109], "shipped 6x6");
+    let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();
+    assert_wgsl_agrees(&m4, &played_positions(4, 80, 41), 4, &[1, 79], "shipped 4x4");
+    // The dense heads (policy to every move, value over every square's features), global
+    // pooling made to matter, tanh value, no auxiliary heads, on 5x5 with odd widths.
+    let cfg = NetConfig {
+        blocks: 2,
+        channels: 24,
+        global_pool: true,
+        gpool_channels: 8,
+        policy_filters: 6,
+        value_filters: 5,
+        ..NetConfig::default_for_size(5)
+    };
+    let positions = played_positions(5, 120, 51);
+    let model = with_random_tensors(&trained(&cfg, &positions, 5), &cfg, &["gpool"], 0.3, 9);
+    assert_wgsl_agrees(&model, &positions, 5, &[2, 65, 33], "dense-head 5x5");
+}
+
+/// The batching service on wgpu (burn's path and Bredon's WGSL kernels: the legal moves'
+/// priors gathered and softmaxed on the device, only they read back) against the fast path
+/// on the CPU, with the shipped 6x6 network and several searches' requests at once.
 #[test]
 fn the_batching_service_on_wgpu_gives_the_cpu_priors() {
+    for kind in [bredon_nn::InferenceKind::Burn, bredon_nn::InferenceKind::Wgsl] {
+        service_gives_the_cpu_priors(kind);
+    }
+}
+
+fn service_gives_the_cpu_priors(kind: bredon_nn::InferenceKind) {
     use bredon_mcts::Evaluator;
     use bredon_nn::inference::{InferenceKind, InferenceService};
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
     let cpu = bredon_nn::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::Fast);
-    let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, InferenceKind::Burn);
+    let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, kind);
     let sets: Vec<Vec<Position>> = (0..4).map(|i| played_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
     std::thread::scope(|scope| {
         for set in &sets {
@@ -143,9 +230,15 @@ fn the_batching_service_on_wgpu_gives_the_cpu_priors() {
                 let want = cpu.evaluate_batch(&refs, &legal);
                 for ((g, w), moves) in got.iter().zip(&want).zip(&legal) {
                     assert_eq!(g.policy.len(), moves.len());
-                    assert!((g.value - w.value).abs() <= 1e-3, "value {} vs {}", g.value, w.value);
+                    assert!((g.value - w.value).abs() <= 1e-3, "{kind}: value {} vs {}", g.value, w.value);
+                    if kind == InferenceKind::Wgsl {
+                        let (gd, wd) = (g.draw.expect("a draw"), w.draw.expect("a draw"));
+                        assert!((gd - wd).abs() <= 1e-3, "draw {gd} vs {wd}");
+                        let (gm, wm) = (g.margin.expect("a margin"), w.margin.expect("a margin"));
+                        assert!((gm - wm).abs() <= 1e-3 * wm.abs().max(1.0), "margin {gm} vs {wm}");
+                    }
                     let worst = g.policy.iter().zip(&w.policy).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-                    assert!(worst <= 1e-3, "a prior differs by {worst} between wgpu and the CPU");
+                    assert!(worst <= 1e-3, "{kind}: a prior differs by {worst} between wgpu and the CPU");
                     assert!((g.policy.iter().sum::<f32>() - 1.0).abs() < 1e-3);
                 }
             });

@@ -1,0 +1,808 @@
+//! Bredon's own forward pass for the search on a wgpu device (Vulkan, Metal, DirectX 12):
+//! WGSL kernels over the folded weights ([`FoldedNet`]), the GPU twin of the CPU's fast
+//! path ([`crate::fast`]). burn stays for training.
+//!
+//! A pass is one submission: the positions are encoded on the host into the zero-padded
+//! channels-last board the kernels read and uploaded with each position's legal moves;
+//! every layer runs as one matrix kernel (`wgsl/gemm.wgsl`: the stem, two 3x3
+//! convolutions per residual block with the residual added in place, the 1x1 heads, the
+//! policy's last layer and the value head's dense layer), with global pooling, value
+//! pooling, the value head's last layer and the legal moves' softmax as small kernels of
+//! their own; only the search's outputs come back (per position its value, draw
+//! probability, flat margin and priors over its legal moves: a few hundred floats on 6x6,
+//! not 9,180 logits). All activations stay on the device. Each [`WgslNet`] holds two sets
+//! of buffers so that a batch can be launched while the previous one is still running
+//! ([`WgslNet::launch`], [`Ticket::finish`]).
+//!
+//! The kernels run any network the fast path runs (dense or convolutional policy head,
+//! pooled or dense value head, global pooling of up to 64 channels, boards up to 8x8).
+
+use std::sync::{Mutex, MutexGuard};
+
+use bredon_rules::{Move, Position};
+use burn::tensor::wgpu::wgpu;
+use rayon::prelude::*;
+
+use crate::encoding::{encode, input_len, planes};
+use crate::folded::{FoldedNet, Matrix};
+use crate::model::{TakNet, pool_size_scale};
+use crate::policy::{move_to_index, policy_size};
+
+/// Why the WGSL forward pass cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum WgslError {
+    /// No wgpu adapter.
+    #[error("no wgpu adapter for the wgsl forward pass: {0}")]
+    NoAdapter(String),
+    /// The adapter would not open a device.
+    #[error("the wgpu device for the wgsl forward pass did not open: {0}")]
+    Device(String),
+    /// The network is outside what the kernels run.
+    #[error("the wgsl forward pass does not run this network: {0}")]
+    Unsupported(String),
+    /// The device failed while running or reading back a pass.
+    #[error("the wgsl forward pass failed on the device: {0}")]
+    Execution(String),
+}
+
+/// What one pass sends back per position.
+#[derive(Clone, Debug, Default)]
+pub struct WgslOutputs {
+    /// Per position: its priors over its legal moves (in the order given), or with
+    /// [`WgslNet::logits`] every policy logit in the order of [`crate::policy`].
+    pub policy: Vec<Vec<f32>>,
+    /// Values for the side to move.
+    pub values: Vec<f32>,
+    /// Draw probabilities (a network with a win/draw/loss head).
+    pub draws: Option<Vec<f32>>,
+    /// Expected final flat margins in flats (a network with the flat-margin head).
+    pub margins: Option<Vec<f32>>,
+}
+
+/// The sizes of the network and board that the kernels and buffers follow.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    n: usize,
+    area: usize,
+    /// Pixels of the zero-padded board, `(n + 2)²`.
+    padded: usize,
+    planes: usize,
+    input_version: u32,
+    channels: usize,
+    /// Policy features (first columns of the head layer) and value features (the rest).
+    pf: usize,
+    vf: usize,
+    /// Logits per square of the convolutional policy head; `None` for the dense head.
+    per_square: Option<usize>,
+    policy: usize,
+    hidden: usize,
+    value_pool: bool,
+    outs: usize,
+    margin: bool,
+}
+
+impl Shape {
+    fn heads(&self) -> usize {
+        self.pf + self.vf
+    }
+
+    /// Floats of logits one position's policy layer writes.
+    fn logits_block(&self) -> usize {
+        match self.per_square {
+            Some(k) => self.area * k,
+            None => self.policy,
+        }
+    }
+
+    /// Where policy index `i` sits in a position's block of logits.
+    fn logit_offset(&self, i: usize) -> u32 {
+        let at = match self.per_square {
+            None => i,
+            Some(k) => {
+                let place = 3 * self.area;
+                if i < place {
+                    (i % self.area) * k + i / self.area
+                } else {
+                    let r = i - place;
+                    (r / (k - 3)) * k + 3 + r % (k - 3)
+                }
+            }
+        };
+        at as u32
+    }
+}
+
+/// Per-batch activation buffers (one set per batch in flight).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Act {
+    /// Input planes on the padded board.
+    X,
+    /// The trunk's activations (padded board), and the block's middle.
+    H,
+    Y,
+    /// The policy and value features of every square.
+    Head,
+    /// The policy layer's output.
+    Logits,
+    /// The pooled value features.
+    VPool,
+    /// The value head's hidden layer.
+    Hid,
+}
+
+/// How the rows of a matrix kernel map to pixels.
+#[derive(Clone, Copy, Debug)]
+enum Rows {
+    /// Row `i * area + s`: square `s` of position `i` on the padded board.
+    Pix,
+    /// Row `r`: pixel `r`.
+    Ident,
+    /// Row `i`: pixel `i * area` (the first square of position `i`).
+    Pos,
+}
+
+/// One matrix kernel of the pass.
+#[derive(Clone, Debug)]
+struct GemmOp {
+    matrix: usize,
+    a: Act,
+    a_rows: Rows,
+    a_stride: u32,
+    a_col: u32,
+    seg: u32,
+    taps: Vec<i32>,
+    out: Act,
+    out_rows: Rows,
+    out_stride: u32,
+    residual: bool,
+    relu: bool,
+    /// Rows per position (`m = b * this`).
+    rows_per_position: u32,
+}
+
+/// The kernels of a pass, in order.
+#[derive(Clone, Debug)]
+enum Op {
+    Gemm(GemmOp),
+    /// Global pooling of block `.0` on `Y`.
+    Gpool(usize),
+    VPool,
+    Value,
+    Gather,
+}
+
+struct Pipelines {
+    gemm: wgpu::ComputePipeline,
+    gpool: wgpu::ComputePipeline,
+    vpool: wgpu::ComputePipeline,
+    value: wgpu::ComputePipeline,
+    gather: wgpu::ComputePipeline,
+}
+
+/// A matrix's weights and biases on the device.
+struct DeviceMatrix {
+    w: wgpu::Buffer,
+    bias: wgpu::Buffer,
+    n: u32,
+}
+
+/// Size of the uniform parameters of one kernel, a multiple of every adapter's offset
+/// alignment (256).
+const PARAM_SLOT: u64 = 512;
+/// Threads per workgroup of the small kernels, and rows x columns of a matrix kernel's
+/// workgroup (as in the WGSL sources).
+const SMALL_GROUP: u32 = 64;
+const TILE_M: u32 = 128;
+const TILE_N: u32 = 64;
+/// Most taps of a matrix kernel (`array<vec4<i32>, 16>`), so boards up to 8x8.
+const MAX_TAPS: usize = 64;
+/// Most channels global pooling reads (`pooled: array<f32, 192>`).
+const MAX_POOLED: usize = 64;
+
+/// One set of per-batch buffers, bind groups and the host's input staging.
+struct Set {
+    positions: usize,
+    moves: usize,
+    acts: Vec<(Act, wgpu::Buffer)>,
+    pix: wgpu::Buffer,
+    ident: wgpu::Buffer,
+    pos: wgpu::Buffer,
+    offs: wgpu::Buffer,
+    idx: wgpu::Buffer,
+    out: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    params: wgpu::Buffer,
+    groups: Vec<wgpu::BindGroup>,
+    host_x: Vec<f32>,
+}
+
+impl Set {
+    fn act(&self, a: Act) -> &wgpu::Buffer {
+        &self.acts.iter().find(|(k, _)| *k == a).expect("every activation has a buffer").1
+    }
+}
+
+/// The network on a wgpu device, run by Bredon's WGSL kernels.
+pub struct WgslNet {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    adapter: String,
+    shape: Shape,
+    pipelines: Pipelines,
+    matrices: Vec<DeviceMatrix>,
+    /// Per block with global pooling: its dense layer, pooled channels.
+    gpool: Vec<Option<(wgpu::Buffer, wgpu::Buffer, u32)>>,
+    /// The value head's last layer, the margin weights (a dummy without the head), the
+    /// margin bias.
+    value_w: wgpu::Buffer,
+    value_b: wgpu::Buffer,
+    margin_w: wgpu::Buffer,
+    margin_bias: f32,
+    pool_scale: f32,
+    ops: Vec<Op>,
+    sets: [Mutex<Option<Set>>; 2],
+    next: std::sync::atomic::AtomicUsize,
+}
+
+/// A launched pass whose outputs have not been read yet ([`WgslNet::launch`]).
+pub struct Ticket<'a> {
+    net: &'a WgslNet,
+    set: MutexGuard<'a, Option<Set>>,
+    submission: wgpu::SubmissionIndex,
+    lens: Vec<usize>,
+    total: usize,
+}
+
+fn storage(device: &wgpu::Device, label: &str, floats: usize, extra: wgpu::BufferUsages) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: (floats.max(1) * 4) as u64,
+        usage: wgpu::BufferUsages::STORAGE | extra,
+        mapped_at_creation: false,
+    })
+}
+
+fn upload(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[f32]) -> wgpu::Buffer {
+    let b = storage(device, label, data.len(), wgpu::BufferUsages::COPY_DST);
+    if !data.is_empty() {
+        queue.write_buffer(&b, 0, bytemuck::cast_slice(data));
+    }
+    b
+}
+
+fn upload_u32(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[u32]) -> wgpu::Buffer {
+    let b = storage(device, label, data.len(), wgpu::BufferUsages::COPY_DST);
+    if !data.is_empty() {
+        queue.write_buffer(&b, 0, bytemuck::cast_slice(data));
+    }
+    b
+}
+
+/// The wgpu adapter that burn's `device` runs on: the one of the same name (the first
+/// such), else the adapter wgpu prefers for high performance.
+fn adapter_for(device: &burn::prelude::Device) -> Result<wgpu::Adapter, WgslError> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let name = device.identity().map(|i| i.name);
+    if let Some(a) = adapters.iter().find(|a| Some(&a.get_info().name) == name.as_ref()) {
+        return Ok(a.clone());
+    }
+    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }))
+    .map_err(|e| WgslError::NoAdapter(e.to_string()))
+}
+
+impl WgslNet {
+    /// `model` for boards of `size` on the wgpu adapter its device is (or the preferred
+    /// one when the model is on the CPU).
+    pub fn for_model(model: &TakNet, size: usize) -> Result<WgslNet, WgslError> {
+        let adapter = adapter_for(&model.device())?;
+        WgslNet::new(&FoldedNet::from_model(model, size), &adapter)
+    }
+
+    /// The folded network `net` on `adapter`.
+    pub fn new(net: &FoldedNet, adapter: &wgpu::Adapter) -> Result<WgslNet, WgslError> {
+        let c = &net.config;
+        let n = net.size();
+        let area = n * n;
+        let shape = Shape {
+            n,
+            area,
+            padded: (n + 2) * (n + 2),
+            planes: planes(c.input_version),
+            input_version: c.input_version,
+            channels: c.channels,
+            pf: net.policy_conv.cout,
+            vf: net.value_conv.cout,
+            per_square: net.policy_out.as_ref().map(|o| o.cout),
+            policy: policy_size(n),
+            hidden: net.value_fc1.dout,
+            value_pool: net.value_pool(),
+            outs: net.value_fc2.dout,
+            margin: net.margin_fc.is_some(),
+        };
+        if area > MAX_TAPS {
+            return Err(WgslError::Unsupported(format!("{n}x{n} boards (at most 8x8)")));
+        }
+        if let Some(g) = net.gpool.iter().flatten().map(|l| l.din / 3).max()
+            && g > MAX_POOLED
+        {
+            return Err(WgslError::Unsupported(format!("global pooling of {g} channels (at most {MAX_POOLED})")));
+        }
+        if !matches!(shape.outs, 1 | 3) {
+            return Err(WgslError::Unsupported(format!("{} value outputs", shape.outs)));
+        }
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("bredon wgsl"),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| WgslError::Device(e.to_string()))?;
+        let pipeline = |label: &str, source: &str| {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let pipelines = Pipelines {
+            gemm: pipeline("gemm", include_str!("wgsl/gemm.wgsl")),
+            gpool: pipeline("gpool", include_str!("wgsl/gpool.wgsl")),
+            vpool: pipeline("vpool", include_str!("wgsl/vpool.wgsl")),
+            value: pipeline("value", include_str!("wgsl/value.wgsl")),
+            gather: pipeline("gather", include_str!("wgsl/gather.wgsl")),
+        };
+        let mut matrices = Vec::new();
+        let mut add = |m: Matrix| {
+            matrices.push(DeviceMatrix {
+                w: upload(&device, &queue, "weights", &m.w),
+                bias: upload(&device, &queue, "bias", &m.bias),
+                n: m.n as u32,
+            });
+            matrices.len() - 1
+        };
+        let side = (n + 2) as i32;
+        let taps3: Vec<i32> = (0..9).map(|t| (t / 3 - 1) * side + (t % 3 - 1)).collect();
+        let squares: Vec<i32> = (0..area as i32).collect();
+        let (ch, pl) = (shape.channels as u32, shape.planes as u32);
+        let heads = shape.heads() as u32;
+        let area32 = area as u32;
+        let conv = |matrix, a, out, seg, residual| GemmOp {
+            matrix,
+            a,
+            a_rows: Rows::Pix,
+            a_stride: seg,
+            a_col: 0,
+            seg,
+            taps: taps3.clone(),
+            out,
+            out_rows: Rows::Pix,
+            out_stride: ch,
+            residual,
+            relu: true,
+            rows_per_position: area32,
+        };
+        let mut ops = vec![Op::Gemm(conv(add(Matrix::conv3(&net.stem)), Act::X, Act::H, pl, false))];
+        for (i, (c1, c2)) in net.blocks.iter().enumerate() {
+            ops.push(Op::Gemm(conv(add(Matrix::conv3(c1)), Act::H, Act::Y, ch, false)));
+            if net.gpool[i].is_some() {
+                ops.push(Op::Gpool(i));
+            }
+            ops.push(Op::Gemm(conv(add(Matrix::conv3(c2)), Act::Y, Act::H, ch, true)));
+        }
+        ops.push(Op::Gemm(GemmOp {
+            matrix: add(net.head_matrix()),
+            taps: vec![0],
+            out: Act::Head,
+            out_rows: Rows::Ident,
+            out_stride: heads,
+            ..conv(0, Act::H, Act::Head, ch, false)
+        }));
+        let policy = add(net.policy_matrix());
+        ops.push(Op::Gemm(match shape.per_square {
+            // Per square: its policy features to its logits.
+            Some(k) => GemmOp {
+                matrix: policy,
+                a: Act::Head,
+                a_rows: Rows::Ident,
+                a_stride: heads,
+                a_col: 0,
+                seg: shape.pf as u32,
+                taps: vec![0],
+                out: Act::Logits,
+                out_rows: Rows::Ident,
+                out_stride: k as u32,
+                residual: false,
+                relu: false,
+                rows_per_position: area32,
+            },
+            // Per position: every square's policy features (one tap per square).
+            None => GemmOp {
+                matrix: policy,
+                a: Act::Head,
+                a_rows: Rows::Pos,
+                a_stride: heads,
+                a_col: 0,
+                seg: shape.pf as u32,
+                taps: squares.clone(),
+                out: Act::Logits,
+                out_rows: Rows::Ident,
+                out_stride: shape.policy as u32,
+                residual: false,
+                relu: false,
+                rows_per_position: 1,
+            },
+        }));
+        let fc1 = add(net.value_fc1_matrix());
+        if shape.value_pool {
+            ops.push(Op::VPool);
+        }
+        ops.push(Op::Gemm(GemmOp {
+            matrix: fc1,
+            a: if shape.value_pool { Act::VPool } else { Act::Head },
+            a_rows: if shape.value_pool { Rows::Ident } else { Rows::Pos },
+            a_stride: if shape.value_pool { 3 * shape.vf as u32 } else { heads },
+            a_col: if shape.value_pool { 0 } else { shape.pf as u32 },
+            seg: if shape.value_pool { 3 * shape.vf as u32 } else { shape.vf as u32 },
+            taps: if shape.value_pool { vec![0] } else { squares.clone() },
+            out: Act::Hid,
+            out_rows: Rows::Ident,
+            out_stride: shape.hidden as u32,
+            residual: false,
+            relu: true,
+            rows_per_position: 1,
+        }));
+        ops.push(Op::Value);
+        ops.push(Op::Gather);
+        let gpool = net
+            .gpool
+            .iter()
+            .map(|l| {
+                l.as_ref().map(|l| {
+                    (upload(&device, &queue, "gpool", &l.weight), upload(&device, &queue, "gpool bias", &l.bias), {
+                        (l.din / 3) as u32
+                    })
+                })
+            })
+            .collect();
+        let (margin_w, margin_bias) = match &net.margin_fc {
+            Some(l) => (upload(&device, &queue, "margin", &l.weight), l.bias[0]),
+            None => (upload(&device, &queue, "margin", &[0.0]), 0.0),
+        };
+        Ok(WgslNet {
+            value_w: upload(&device, &queue, "value", &net.value_fc2.weight),
+            value_b: upload(&device, &queue, "value bias", &net.value_fc2.bias),
+            margin_w,
+            margin_bias,
+            pool_scale: pool_size_scale(n),
+            adapter: format!("{} ({:?})", info.name, info.backend),
+            device,
+            queue,
+            shape,
+            pipelines,
+            matrices,
+            gpool,
+            ops,
+            sets: [Mutex::new(None), Mutex::new(None)],
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// The adapter the kernels run on.
+    pub fn adapter(&self) -> &str {
+        &self.adapter
+    }
+
+    /// Board size.
+    pub fn size(&self) -> usize {
+        self.shape.n
+    }
+
+    /// Whether the network has a win/draw/loss value head.
+    pub fn has_wdl(&self) -> bool {
+        self.shape.outs == 3
+    }
+
+    /// Whether the network has the flat-margin head.
+    pub fn has_margin(&self) -> bool {
+        self.shape.margin
+    }
+
+    /// One pass: each position's priors over its `legal` moves, value, draw and margin.
+    pub fn evaluate(&self, positions: &[&Position], legal: &[&[Move]]) -> Result<WgslOutputs, WgslError> {
+        self.launch(positions, Some(legal))?.finish()
+    }
+
+    /// One pass reading back every policy logit (for comparisons and benchmarks; the
+    /// search uses [`WgslNet::evaluate`]).
+    pub fn logits(&self, positions: &[&Position]) -> Result<WgslOutputs, WgslError> {
+        self.launch(positions, None)?.finish()
+    }
+
+    /// Encodes, uploads and launches a pass without waiting for it: the priors over
+    /// `legal` (or every logit with `None`). At most two passes are in flight; a third
+    /// waits until one of them is finished.
+    pub fn launch(&self, positions: &[&Position], legal: Option<&[&[Move]]>) -> Result<Ticket<'_>, WgslError> {
+        let s = self.shape;
+        let b = positions.len();
+        if let Some(legal) = legal {
+            assert_eq!(legal.len(), b, "legal moves for every position");
+        }
+        for pos in positions {
+            assert_eq!(pos.size(), s.n, "a {0}x{0} position for a {1}x{1} network", pos.size(), s.n);
+        }
+        if b > 65_535 {
+            return Err(WgslError::Unsupported(format!("a batch of {b} positions (at most 65,535)")));
+        }
+        // The moves of each position as offsets into its block of logits.
+        let mut offs = Vec::with_capacity(b + 1);
+        let mut idx = Vec::new();
+        let mut lens = Vec::with_capacity(b);
+        offs.push(0u32);
+        for i in 0..b {
+            match legal {
+                Some(legal) => idx.extend(legal[i].iter().map(|&m| s.logit_offset(move_to_index(m, s.n)))),
+                None => idx.extend((0..s.policy).map(|k| s.logit_offset(k))),
+            }
+            lens.push(idx.len() - *offs.last().expect("one offset") as usize);
+            offs.push(idx.len() as u32);
+        }
+        let total = idx.len();
+        let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
+        let mut guard = self.sets[k].lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|set| set.positions < b || set.moves < total) {
+            let (have_b, have_m) = guard.as_ref().map_or((0, 0), |set| (set.positions, set.moves));
+            let positions = b.max(have_b).max(64).next_power_of_two();
+            let moves = total.max(have_m).max(positions * 64).next_power_of_two();
+            *guard = Some(self.make_set(positions, moves));
+        }
+        let set = guard.as_mut().expect("a set of buffers");
+        // Input planes, channels-last on the padded board (the border stays zero).
+        let per = s.padded * s.planes;
+        let row = (s.n + 2, s.planes);
+        set.host_x[..b * per].par_chunks_mut(per).zip(positions.par_iter()).for_each_init(
+            || vec![0.0f32; input_len(s.input_version, s.n)],
+            |planes_buf, (x, pos)| {
+                encode(pos, s.input_version, planes_buf);
+                for sq in 0..s.area {
+                    let pix = (sq / s.n + 1) * row.0 + sq % s.n + 1;
+                    for (p, v) in x[pix * row.1..(pix + 1) * row.1].iter_mut().enumerate() {
+                        *v = planes_buf[p * s.area + sq];
+                    }
+                }
+            },
+        );
+        self.queue.write_buffer(set.act(Act::X), 0, bytemuck::cast_slice(&set.host_x[..b * per]));
+        self.queue.write_buffer(&set.offs, 0, bytemuck::cast_slice(&offs));
+        if total > 0 {
+            self.queue.write_buffer(&set.idx, 0, bytemuck::cast_slice(&idx));
+        }
+        self.queue.write_buffer(&set.params, 0, &self.params(b, legal.is_some()));
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pass") });
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("forward"), timestamp_writes: None });
+            for (op, group) in self.ops.iter().zip(&set.groups) {
+                let (pipeline, groups) = match op {
+                    Op::Gemm(g) => {
+                        let m = b as u32 * g.rows_per_position;
+                        (&self.pipelines.gemm, (m.div_ceil(TILE_M), self.matrices[g.matrix].n.div_ceil(TILE_N)))
+                    }
+                    Op::Gpool(_) => (&self.pipelines.gpool, (b as u32, 1)),
+                    Op::VPool => (&self.pipelines.vpool, (b as u32, 1)),
+                    Op::Value => (&self.pipelines.value, ((b as u32).div_ceil(SMALL_GROUP), 1)),
+                    Op::Gather => (&self.pipelines.gather, (b as u32, 1)),
+                };
+                if groups.0 == 0 {
+                    continue;
+                }
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(groups.0, groups.1, 1);
+            }
+        }
+        // At least one float: an empty batch still maps something.
+        let bytes = ((3 * b + total).max(1) * 4) as u64;
+        encoder.copy_buffer_to_buffer(&set.out, 0, &set.staging, 0, bytes);
+        let submission = self.queue.submit([encoder.finish()]);
+        set.staging.slice(..bytes).map_async(wgpu::MapMode::Read, |_| {});
+        Ok(Ticket { net: self, set: guard, submission, lens, total })
+    }
+
+    /// The uniform parameters of every kernel for a batch of `b`.
+    fn params(&self, b: usize, softmax: bool) -> Vec<u8> {
+        let s = self.shape;
+        let mut bytes = vec![0u8; self.ops.len() * PARAM_SLOT as usize];
+        for (i, op) in self.ops.iter().enumerate() {
+            let mut words: Vec<u32> = match op {
+                Op::Gemm(g) => {
+                    let flags = u32::from(g.residual) | (u32::from(g.relu) << 1);
+                    let mut w = vec![
+                        b as u32 * g.rows_per_position,
+                        self.matrices[g.matrix].n,
+                        g.seg,
+                        g.taps.len() as u32,
+                        g.a_stride,
+                        g.out_stride,
+                        g.a_col,
+                        flags,
+                    ];
+                    w.extend(g.taps.iter().map(|&t| t as u32));
+                    w
+                }
+                Op::Gpool(block) => {
+                    let g = self.gpool[*block].as_ref().map_or(0, |p| p.2);
+                    vec![s.channels as u32, g, s.area as u32, self.pool_scale.to_bits()]
+                }
+                Op::VPool => {
+                    vec![s.heads() as u32, s.pf as u32, s.vf as u32, s.area as u32, self.pool_scale.to_bits(), 0, 0, 0]
+                }
+                Op::Value => vec![
+                    b as u32,
+                    s.hidden as u32,
+                    s.outs as u32,
+                    u32::from(s.margin),
+                    (s.area as f32).to_bits(),
+                    self.margin_bias.to_bits(),
+                    0,
+                    0,
+                ],
+                Op::Gather => vec![b as u32, s.logits_block() as u32, u32::from(softmax), 3 * b as u32],
+            };
+            words.resize(words.len().next_multiple_of(4), 0);
+            let at = i * PARAM_SLOT as usize;
+            bytes[at..at + words.len() * 4].copy_from_slice(bytemuck::cast_slice(&words));
+        }
+        bytes
+    }
+
+    /// Buffers and bind groups for batches of up to `positions` positions and `moves`
+    /// moves in all.
+    fn make_set(&self, positions: usize, moves: usize) -> Set {
+        let s = self.shape;
+        let d = &self.device;
+        let none = wgpu::BufferUsages::empty();
+        let rows = positions * s.area;
+        let acts = vec![
+            (Act::X, storage(d, "x", positions * s.padded * s.planes, wgpu::BufferUsages::COPY_DST)),
+            (Act::H, storage(d, "h", positions * s.padded * s.channels, none)),
+            (Act::Y, storage(d, "y", positions * s.padded * s.channels, none)),
+            (Act::Head, storage(d, "head", rows * s.heads(), none)),
+            (Act::Logits, storage(d, "logits", positions * s.logits_block(), none)),
+            (Act::VPool, storage(d, "vpool", positions * 3 * s.vf, none)),
+            (Act::Hid, storage(d, "hidden", positions * s.hidden, none)),
+        ];
+        let pix: Vec<u32> = (0..rows)
+            .map(|m| {
+                let (i, sq) = (m / s.area, m % s.area);
+                (i * s.padded + (sq / s.n + 1) * (s.n + 2) + sq % s.n + 1) as u32
+            })
+            .collect();
+        let ident: Vec<u32> = (0..rows as u32).collect();
+        let pos: Vec<u32> = (0..positions).map(|i| (i * s.area) as u32).collect();
+        let out_floats = 3 * positions + moves;
+        let mut set = Set {
+            positions,
+            moves,
+            acts,
+            pix: upload_u32(d, &self.queue, "pix", &pix),
+            ident: upload_u32(d, &self.queue, "ident", &ident),
+            pos: upload_u32(d, &self.queue, "pos", &pos),
+            offs: storage(d, "offs", positions + 1, wgpu::BufferUsages::COPY_DST),
+            idx: storage(d, "idx", moves, wgpu::BufferUsages::COPY_DST),
+            out: storage(d, "out", out_floats, wgpu::BufferUsages::COPY_SRC),
+            staging: d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                size: (out_floats * 4) as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            params: d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("params"),
+                size: self.ops.len() as u64 * PARAM_SLOT,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            groups: Vec::new(),
+            host_x: vec![0.0; positions * s.padded * s.planes],
+        };
+        set.groups = self.ops.iter().enumerate().map(|(i, op)| self.bind(&set, i, op)).collect();
+        set
+    }
+
+    /// The bind group of the `i`-th kernel `op` over `set`'s buffers.
+    fn bind(&self, set: &Set, i: usize, op: &Op) -> wgpu::BindGroup {
+        // The kernel's slot of the parameters, at its struct's size.
+        let params_size = match op {
+            Op::Gemm(_) => 288,
+            Op::Gpool(_) | Op::Gather => 16,
+            Op::VPool | Op::Value => 32,
+        };
+        let params = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &set.params,
+            offset: i as u64 * PARAM_SLOT,
+            size: std::num::NonZeroU64::new(params_size),
+        });
+        let rows = |r: Rows| match r {
+            Rows::Pix => &set.pix,
+            Rows::Ident => &set.ident,
+            Rows::Pos => &set.pos,
+        };
+        let (pipeline, buffers): (_, Vec<&wgpu::Buffer>) = match op {
+            Op::Gemm(g) => {
+                let m = &self.matrices[g.matrix];
+                (
+                    &self.pipelines.gemm,
+                    vec![set.act(g.a), rows(g.a_rows), &m.w, &m.bias, set.act(g.out), rows(g.out_rows)],
+                )
+            }
+            Op::Gpool(block) => {
+                let (w, bias, _) = self.gpool[*block].as_ref().expect("a block with global pooling");
+                (&self.pipelines.gpool, vec![set.act(Act::Y), &set.pix, w, bias])
+            }
+            Op::VPool => (&self.pipelines.vpool, vec![set.act(Act::Head), set.act(Act::VPool)]),
+            Op::Value => {
+                (&self.pipelines.value, vec![set.act(Act::Hid), &self.value_w, &self.value_b, &self.margin_w, &set.out])
+            }
+            Op::Gather => (&self.pipelines.gather, vec![set.act(Act::Logits), &set.offs, &set.idx, &set.out]),
+        };
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: params }];
+        entries.extend(
+            buffers
+                .into_iter()
+                .enumerate()
+                .map(|(k, b)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: b.as_entire_binding() }),
+        );
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+}
+
+impl Ticket<'_> {
+    /// Waits for the pass and reads its outputs back.
+    pub fn finish(mut self) -> Result<WgslOutputs, WgslError> {
+        let net = self.net;
+        net.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(self.submission.clone()), timeout: None })
+            .map_err(|e| WgslError::Execution(e.to_string()))?;
+        let b = self.lens.len();
+        let set = self.set.as_mut().expect("a set of buffers");
+        let bytes = ((3 * b + self.total).max(1) * 4) as u64;
+        let floats: Vec<f32> = {
+            let view =
+                set.staging.slice(..bytes).get_mapped_range().map_err(|e| WgslError::Execution(e.to_string()))?;
+            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+        };
+        set.staging.unmap();
+        let (scalars, flat) = floats.split_at(3 * b);
+        let mut at = 0;
+        let policy = self
+            .lens
+            .iter()
+            .map(|&n| {
+                let row = &flat[at..at + n];
+                at += n;
+                row.to_vec()
+            })
+            .collect();
+        Ok(WgslOutputs {
+            policy,
+            values: scalars[..b].to_vec(),
+            draws: net.has_wdl().then(|| scalars[b..2 * b].to_vec()),
+            margins: net.has_margin().then(|| scalars[2 * b..3 * b].to_vec()),
+        })
+    }
+}
