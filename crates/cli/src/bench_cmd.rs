@@ -19,8 +19,10 @@ use std::time::Instant;
 /// What to measure.
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Forward-pass throughput (positions/s) per batch size of fresh default networks or
-    /// of `--model`, with the fast and the burn inference paths (`--inference` picks one).
+    /// Forward-pass throughput (positions/s of the search's outputs: priors over the legal
+    /// moves and the value) per batch size of fresh default networks or of `--model`,
+    /// with the fast and the burn inference paths, and on a wgpu device Bredon's WGSL
+    /// kernels (`--inference` picks one).
     Nn(NnArgs),
     /// Self-play evaluations/s through the search and batching service, against the raw
     /// forward throughput of the same network at the batch size self-play reached.
@@ -154,22 +156,57 @@ fn sample_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
     out
 }
 
-/// Positions per second of `engine` at `batch` for about `seconds`.
+/// Each position's legal moves, as the search passes them.
+fn legal_moves(positions: &[Position]) -> Vec<Vec<bredon_rules::Move>> {
+    positions.iter().map(|p| p.legal_moves()).collect()
+}
+
+/// Positions per second of `engine` at `batch` for about `seconds`, each pass giving what
+/// the search uses (priors over the legal moves, the value).
 fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: f64) -> f64 {
     let refs: Vec<&Position> = positions.iter().collect();
+    let legal = legal_moves(positions);
+    let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
     let batch = batch.max(1).min(refs.len());
     // Warm up (allocations, thread pool).
-    let _ = engine.forward(&refs[..batch]);
+    let _ = engine.evaluate(&refs[..batch], &legal[..batch]);
     let start = Instant::now();
     let mut done = 0usize;
     let mut i = 0usize;
     while start.elapsed().as_secs_f64() < seconds || done == 0 {
         let lo = (i * batch) % (refs.len() - batch + 1);
-        let _ = engine.forward(&refs[lo..lo + batch]);
+        let _ = engine.evaluate(&refs[lo..lo + batch], &legal[lo..lo + batch]);
         done += batch;
         i += 1;
     }
     done as f64 / start.elapsed().as_secs_f64()
+}
+
+/// [`forward_rate`] of the WGSL kernels with two passes in flight, as the batching service
+/// runs them: the next pass is encoded and launched before the previous one is read back.
+#[cfg(feature = "wgpu")]
+fn pipelined_rate(net: &bredon_nn::wgsl::WgslNet, positions: &[Position], batch: usize, seconds: f64) -> Result<f64> {
+    let refs: Vec<&Position> = positions.iter().collect();
+    let legal = legal_moves(positions);
+    let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
+    let batch = batch.max(1).min(refs.len());
+    let at = |i: usize| (i * batch) % (refs.len() - batch + 1);
+    let launch = |i: usize| net.launch(&refs[at(i)..at(i) + batch], Some(&legal[at(i)..at(i) + batch]));
+    launch(0)?.finish()?;
+    let start = Instant::now();
+    let mut in_flight = launch(1)?;
+    let mut done = 0usize;
+    let mut i = 2;
+    while start.elapsed().as_secs_f64() < seconds || done == 0 {
+        let next = launch(i)?;
+        in_flight.finish()?;
+        in_flight = next;
+        done += batch;
+        i += 1;
+    }
+    in_flight.finish()?;
+    done += batch;
+    Ok(done as f64 / start.elapsed().as_secs_f64())
 }
 
 /// A `[net]` choice (`PolicyHead`, `ValueHead`) by the name a config file gives it.
@@ -178,11 +215,14 @@ fn parse_net_choice<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String
 }
 
 fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) -> Result<()> {
+    let device = &compute.device;
     let kinds = match inference {
         Some(k) => vec![k],
+        None if InferenceKind::Wgsl.resolve_for(device) == InferenceKind::Wgsl => {
+            vec![InferenceKind::Fast, InferenceKind::Burn, InferenceKind::Wgsl]
+        }
         None => vec![InferenceKind::Fast, InferenceKind::Burn],
     };
-    let device = &compute.device;
     let models: Vec<(TakNet, bredon_nn::ModelMeta)> = match &args.model {
         Some(path) => {
             let (model, meta) =
@@ -238,10 +278,18 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     for k in &kinds {
         print!(" {:>12}", format!("{k}/s"));
     }
+    let wgsl = kinds.contains(&InferenceKind::Wgsl);
+    if wgsl {
+        print!(" {:>12}", "wgsl x2/s");
+    }
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
-    println!("    (positions/s; fast kernels on the CPU: {isa}; burn on {})", compute.choice);
+    println!(
+        "    (positions/s; fast kernels on the CPU: {isa}; burn{} on {})",
+        if wgsl { " and wgsl (x2: two passes in flight)" } else { "" },
+        compute.choice
+    );
     let most = args.batches.iter().copied().max().unwrap_or(1).max(1024);
     let mut breakdown = Vec::new();
     for (model, meta) in &models {
@@ -254,26 +302,54 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
             for r in &rates {
                 print!(" {r:>12.0}");
             }
+            #[cfg(feature = "wgpu")]
+            for e in &engines {
+                if let Engine::Wgsl(net) = e {
+                    print!(" {:>12.0}", pipelined_rate(net, &positions, batch, args.seconds)?);
+                }
+            }
             if rates.len() == 2 {
                 print!(" {:>9.2}x", rates[0] / rates[1]);
             }
             println!();
             if kinds.contains(&InferenceKind::Burn) {
                 for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {
-                    let t = pass_times(model, &positions, batch, args.seconds, readback)?;
-                    breakdown.push((size, meta.net.name(), batch, readback, t));
+                    let t = pass_times(
+                        &|refs, legal| {
+                            bredon_nn::inference::forward_timed(model, refs, legal, size, readback)
+                                .map(|(_, t)| t)
+                                .map_err(|e| anyhow::anyhow!("the device failed: {e}"))
+                        },
+                        &positions,
+                        batch,
+                        args.seconds,
+                    )?;
+                    breakdown.push((size, meta.net.name(), batch, format!("burn {readback}"), t));
+                }
+            }
+            #[cfg(feature = "wgpu")]
+            for e in &engines {
+                if let Engine::Wgsl(net) = e {
+                    let t = pass_times(
+                        &|refs, legal| Ok(net.evaluate_timed(refs, legal)?.1),
+                        &positions,
+                        batch,
+                        args.seconds,
+                    )?;
+                    breakdown.push((size, meta.net.name(), batch, "wgsl priors".to_string(), t));
                 }
             }
         }
     }
     if !breakdown.is_empty() {
         println!(
-            "# burn on {}, one pass phase by phase (the device synchronised after each; ms per pass), reading \
-             back every logit or only the legal moves' priors (computed on the device, as the self-play service does):",
+            "# on {}, one pass phase by phase (the device synchronised after each; ms per pass): burn reading back \
+             every logit or only the legal moves' priors (computed on the device, as the self-play service does), \
+             and the wgsl kernels (priors on the device):",
             compute.choice
         );
         println!(
-            "{:<6} {:<18} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
+            "{:<6} {:<18} {:>6} {:>18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
             "size",
             "net",
             "batch",
@@ -290,11 +366,11 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         for (size, net, batch, readback, t) in breakdown {
             let rate = batch as f64 / t.total().as_secs_f64().max(1e-9);
             println!(
-                "{:<6} {:<18} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12.0}",
+                "{:<6} {:<18} {:>6} {:>18} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12.0}",
                 format!("{size}x{size}"),
                 net,
                 batch,
-                readback.to_string(),
+                readback,
                 ms(t.encode),
                 ms(t.upload),
                 ms(t.kernels),
@@ -321,30 +397,54 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
                 print!(" {} {:.1e}{}", d.head, d.max_difference, if d.near_zero { " (all near zero)" } else { "" });
             }
             println!(" -> {}", if worst <= 1e-3 { "within 1e-3" } else { "ABOVE 1e-3" });
+            if kinds.contains(&InferenceKind::Wgsl) {
+                compare_wgsl(model, meta.size, &refs);
+            }
         }
     }
     Ok(())
 }
 
-/// The mean phase times of burn's forward pass of `model` at `batch`, reading back the
-/// policy as `readback` says, over about `seconds` (at least three passes after a warm-up).
+/// The WGSL kernels' outputs against the CPU's fast path on `positions`: the largest
+/// difference (relative above 1) of every policy logit, the value, the draw probability
+/// and the flat margin.
+fn compare_wgsl(model: &TakNet, size: usize, positions: &[&Position]) {
+    let fast = Engine::new(model.clone(), size, InferenceKind::Fast).forward_wdl(positions);
+    let gpu = Engine::new(model.clone(), size, InferenceKind::Wgsl).forward_wdl(positions);
+    let worst =
+        |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0.0f32, f32::max);
+    let mut heads = vec![("policy", worst(&fast.logits, &gpu.logits)), ("value", worst(&fast.values, &gpu.values))];
+    if let (Some(a), Some(b)) = (&fast.draws, &gpu.draws) {
+        heads.push(("draw", worst(a, b)));
+    }
+    if let (Some(a), Some(b)) = (&fast.margins, &gpu.margins) {
+        heads.push(("margin", worst(a, b)));
+    }
+    print!("{size}x{size} wgsl against the fast path:");
+    for (head, d) in &heads {
+        print!(" {head} {d:.1e}");
+    }
+    let most = heads.iter().map(|h| h.1).fold(0.0f32, f32::max);
+    println!(" -> {}", if most <= 1e-3 { "within 1e-3" } else { "ABOVE 1e-3" });
+}
+
+/// The mean phase times of a timed forward pass (`timed` of the positions and their legal
+/// moves) at `batch`, over about `seconds` (at least three passes after a warm-up).
+type TimedPass<'a> = dyn Fn(&[&Position], &[&[bredon_rules::Move]]) -> Result<bredon_nn::PassTimes> + 'a;
+
 fn pass_times(
-    model: &TakNet,
+    timed: &TimedPass<'_>,
     positions: &[Position],
     batch: usize,
     seconds: f64,
-    readback: PolicyReadback,
 ) -> Result<bredon_nn::PassTimes> {
     let refs: Vec<&Position> = positions.iter().collect();
-    let legal: Vec<Vec<bredon_rules::Move>> = positions.iter().map(|p| p.legal_moves()).collect();
+    let legal = legal_moves(positions);
     let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
     let batch = batch.max(1).min(refs.len());
-    let size = positions[0].size();
     let pass = |i: usize| {
         let lo = (i * batch) % (refs.len() - batch + 1);
-        bredon_nn::inference::forward_timed(model, &refs[lo..lo + batch], &legal[lo..lo + batch], size, readback)
-            .map(|(_, t)| t)
-            .map_err(|e| anyhow::anyhow!("the device failed: {e}"))
+        timed(&refs[lo..lo + batch], &legal[lo..lo + batch])
     };
     pass(0)?;
     let start = Instant::now();
@@ -449,7 +549,7 @@ fn print_service_times(t: &bredon_nn::ServiceTimes, shards: usize, secs: f64) {
     let per = |d: std::time::Duration, n: u64| format!("{:.3} ms", d.as_secs_f64() * 1e3 / n.max(1) as f64);
     let busy = (t.encode + t.forward + t.readback).as_secs_f64() / (secs * shards as f64).max(1e-9);
     println!(
-        "  per pass: gathering {}, encode {}, forward {} (burn: upload and launch), readback {} (burn: waiting for the device and reading), replies {}",
+        "  per pass: gathering {}, encode {}, forward {} (on a device: upload and launch), readback {} (on a device: waiting for it and reading), replies {}",
         per(t.gather, t.batches),
         per(t.encode, t.batches),
         per(t.forward, t.batches),

@@ -77,7 +77,8 @@ fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export
     checked(bredon().arg("check").arg("--run").arg(&run));
 
     // The export is device-independent: it plays on the CPU (fast and burn paths) and on
-    // wgpu, and the three analyses of a game agree on every value.
+    // wgpu (burn's forward pass and Bredon's WGSL kernels), and the four analyses of a game
+    // agree on every value.
     let model = dir.path().join("m.bredon");
     checked(bredon().arg("export").arg("--run").arg(&run).arg("-o").arg(&model));
     let game = dir.path().join("g.ptn");
@@ -96,21 +97,22 @@ fn a_3x3_run_trains_on_wgpu_survives_a_kill_moves_between_devices_and_its_export
     };
     let fast = analyse(&["--device", "cpu", "--inference", "fast"]);
     let burn_cpu = analyse(&["--device", "cpu", "--inference", "burn"]);
-    let gpu = analyse(&["--device", "wgpu"]);
-    eprintln!("cpu fast:\n{fast}\nwgpu:\n{gpu}");
-    let (a, b, c) = (values(&fast), values(&burn_cpu), values(&gpu));
+    let gpu = analyse(&["--device", "wgpu", "--inference", "burn"]);
+    let wgsl = analyse(&["--device", "wgpu", "--inference", "wgsl"]);
+    eprintln!("cpu fast:\n{fast}\nwgpu:\n{gpu}\nwgsl:\n{wgsl}");
+    let (a, b, c, d) = (values(&fast), values(&burn_cpu), values(&gpu), values(&wgsl));
     assert!(a.len() >= 6, "no values found in:\n{fast}");
-    assert_eq!((a.len(), b.len()), (c.len(), c.len()));
-    for (i, ((x, y), z)) in a.iter().zip(&b).zip(&c).enumerate() {
-        match (x.parse::<f64>(), y.parse::<f64>(), z.parse::<f64>()) {
-            (Ok(x), Ok(y), Ok(z)) => {
+    assert_eq!((a.len(), b.len(), d.len()), (c.len(), c.len(), c.len()));
+    for (i, (((x, y), z), w)) in a.iter().zip(&b).zip(&c).zip(&d).enumerate() {
+        match (x.parse::<f64>(), y.parse::<f64>(), z.parse::<f64>(), w.parse::<f64>()) {
+            (Ok(x), Ok(y), Ok(z), Ok(w)) => {
                 assert!(
-                    (x - y).abs() <= 0.011 && (x - z).abs() <= 0.011,
-                    "ply {}: values {x} (fast) {y} (burn cpu) {z} (wgpu)",
+                    (x - y).abs() <= 0.011 && (x - z).abs() <= 0.011 && (x - w).abs() <= 0.011,
+                    "ply {}: values {x} (fast) {y} (burn cpu) {z} (wgpu) {w} (wgsl)",
                     i + 1
                 )
             }
-            _ => assert!(x == y && x == z, "ply {}: {x} (fast) {y} (burn cpu) {z} (wgpu)", i + 1),
+            _ => assert!(x == y && x == z && x == w, "ply {}: {x} (fast) {y} (burn cpu) {z} (wgpu) {w} (wgsl)", i + 1),
         }
     }
 }

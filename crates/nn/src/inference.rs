@@ -620,13 +620,14 @@ pub struct ServiceTimes {
     pub positions: u64,
     /// Gathering each pass's requests: from its first request to the last one taken.
     pub gather: Duration,
-    /// burn's path: encoding the positions into input planes on the host.
+    /// burn's and the WGSL path: encoding the positions (and their legal moves) on the
+    /// host.
     pub encode: Duration,
-    /// burn's path: the upload and the launch of the kernels (on a GPU both return before
-    /// the kernels finish; on the CPU backend the work itself). The fast path: its whole
-    /// pass (it encodes as it goes).
+    /// burn's and the WGSL path: the upload and the launch of the kernels (on a GPU both
+    /// return before the kernels finish; on burn's CPU backend the work itself). The fast
+    /// path: its whole pass (it encodes as it goes).
     pub forward: Duration,
-    /// burn's path: waiting for the device and reading the outputs back.
+    /// burn's and the WGSL path: waiting for the device and reading the outputs back.
     pub readback: Duration,
     /// Splitting the outputs among the requests and sending them back.
     pub reply: Duration,
@@ -882,7 +883,9 @@ fn serve_wgsl(net: &crate::wgsl::WgslNet, max_batch: usize, rx: Receiver<Request
         let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
         let positions: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
         let ticket = net.launch(&positions, Some(&legal)).expect("launching the wgsl forward pass");
-        add_time(&stats.forward, clock.elapsed());
+        let launched = clock.elapsed();
+        add_time(&stats.encode, ticket.encode_time());
+        add_time(&stats.forward, launched.saturating_sub(ticket.encode_time()));
         (reqs, ticket)
     };
     let finish = |(reqs, ticket): (Vec<Request>, crate::wgsl::Ticket<'_>)| {

@@ -251,6 +251,7 @@ pub struct Ticket<'a> {
     submission: wgpu::SubmissionIndex,
     lens: Vec<usize>,
     total: usize,
+    encoded: std::time::Duration,
 }
 
 fn storage(device: &wgpu::Device, label: &str, floats: usize, extra: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -533,6 +534,38 @@ impl WgslNet {
     /// `legal` (or every logit with `None`). At most two passes are in flight; a third
     /// waits until one of them is finished.
     pub fn launch(&self, positions: &[&Position], legal: Option<&[&[Move]]>) -> Result<Ticket<'_>, WgslError> {
+        self.launch_timed(positions, legal, None)
+    }
+
+    /// One pass as the search uses it, phase by phase like
+    /// [`crate::inference::forward_timed`]: encoding on the host, the upload, the kernels,
+    /// the read back and the conversion, the device waited for after each (so each
+    /// phase's time is its own). For benchmarks (`bredon bench nn`), not for search.
+    pub fn evaluate_timed(
+        &self,
+        positions: &[&Position],
+        legal: &[&[Move]],
+    ) -> Result<(WgslOutputs, crate::inference::PassTimes), WgslError> {
+        let mut t = crate::inference::PassTimes::default();
+        let ticket = self.launch_timed(positions, Some(legal), Some(&mut t))?;
+        let out = ticket.finish_timed(Some(&mut t))?;
+        Ok((out, t))
+    }
+
+    fn wait(&self, submission: wgpu::SubmissionIndex) -> Result<(), WgslError> {
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(submission), timeout: None })
+            .map(|_| ())
+            .map_err(|e| WgslError::Execution(e.to_string()))
+    }
+
+    fn launch_timed(
+        &self,
+        positions: &[&Position],
+        legal: Option<&[&[Move]]>,
+        mut times: Option<&mut crate::inference::PassTimes>,
+    ) -> Result<Ticket<'_>, WgslError> {
+        let clock = std::time::Instant::now();
         let s = self.shape;
         let b = positions.len();
         if let Some(legal) = legal {
@@ -582,12 +615,22 @@ impl WgslNet {
                 }
             },
         );
+        let encoded = clock.elapsed();
+        if let Some(t) = times.as_deref_mut() {
+            t.encode = encoded;
+        }
+        let clock = std::time::Instant::now();
         self.queue.write_buffer(set.act(Act::X), 0, bytemuck::cast_slice(&set.host_x[..b * per]));
         self.queue.write_buffer(&set.offs, 0, bytemuck::cast_slice(&offs));
         if total > 0 {
             self.queue.write_buffer(&set.idx, 0, bytemuck::cast_slice(&idx));
         }
         self.queue.write_buffer(&set.params, 0, &self.params(b, legal.is_some()));
+        if let Some(t) = times.as_deref_mut() {
+            self.wait(self.queue.submit([]))?;
+            t.upload = clock.elapsed();
+        }
+        let clock = std::time::Instant::now();
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pass") });
         {
             let mut pass = encoder
@@ -611,12 +654,17 @@ impl WgslNet {
                 pass.dispatch_workgroups(groups.0, groups.1, 1);
             }
         }
+        if let Some(t) = times {
+            self.wait(self.queue.submit([encoder.finish()]))?;
+            t.kernels = clock.elapsed();
+            encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
+        }
         // At least one float: an empty batch still maps something.
         let bytes = ((3 * b + total).max(1) * 4) as u64;
         encoder.copy_buffer_to_buffer(&set.out, 0, &set.staging, 0, bytes);
         let submission = self.queue.submit([encoder.finish()]);
         set.staging.slice(..bytes).map_async(wgpu::MapMode::Read, |_| {});
-        Ok(Ticket { net: self, set: guard, submission, lens, total })
+        Ok(Ticket { net: self, set: guard, submission, lens, total, encoded })
     }
 
     /// The uniform parameters of every kernel for a batch of `b`.
@@ -772,12 +820,20 @@ impl WgslNet {
 }
 
 impl Ticket<'_> {
+    /// The host's time encoding the positions and moves of this pass.
+    pub fn encode_time(&self) -> std::time::Duration {
+        self.encoded
+    }
+
     /// Waits for the pass and reads its outputs back.
-    pub fn finish(mut self) -> Result<WgslOutputs, WgslError> {
+    pub fn finish(self) -> Result<WgslOutputs, WgslError> {
+        self.finish_timed(None)
+    }
+
+    fn finish_timed(mut self, times: Option<&mut crate::inference::PassTimes>) -> Result<WgslOutputs, WgslError> {
+        let clock = std::time::Instant::now();
         let net = self.net;
-        net.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(self.submission.clone()), timeout: None })
-            .map_err(|e| WgslError::Execution(e.to_string()))?;
+        net.wait(self.submission.clone())?;
         let b = self.lens.len();
         let set = self.set.as_mut().expect("a set of buffers");
         let bytes = ((3 * b + self.total).max(1) * 4) as u64;
@@ -787,6 +843,8 @@ impl Ticket<'_> {
             bytemuck::cast_slice::<u8, f32>(&view).to_vec()
         };
         set.staging.unmap();
+        let read = clock.elapsed();
+        let clock = std::time::Instant::now();
         let (scalars, flat) = floats.split_at(3 * b);
         let mut at = 0;
         let policy = self
@@ -798,11 +856,16 @@ impl Ticket<'_> {
                 row.to_vec()
             })
             .collect();
-        Ok(WgslOutputs {
+        let out = WgslOutputs {
             policy,
             values: scalars[..b].to_vec(),
             draws: net.has_wdl().then(|| scalars[b..2 * b].to_vec()),
             margins: net.has_margin().then(|| scalars[2 * b..3 * b].to_vec()),
-        })
+        };
+        if let Some(t) = times {
+            t.readback = read;
+            t.convert = clock.elapsed();
+        }
+        Ok(out)
     }
 }

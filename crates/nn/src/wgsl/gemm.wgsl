@@ -10,9 +10,11 @@
 // already in `out` (a residual connection, computed in place) and applies ReLU when the
 // flags say so.
 //
-// Tiling: a workgroup of 256 threads computes a 128 x 64 block of the output; each thread
-// 8 rows x 4 columns (rows ty + 16 i, columns tx + 16 j, so that neighbouring threads read
-// neighbouring columns). The K dimension goes through workgroup memory 16 at a time.
+// Tiling (after the vec4 matrix kernels of WebGPU's ML backends): a workgroup of 256
+// threads computes a 128 x 64 block of the output, each thread 8 neighbouring rows x 4
+// neighbouring columns. K goes through workgroup memory 16 at a time, both tiles stored as
+// vectors of 4 (A along K, B along the columns), so that one vector read from workgroup
+// memory feeds 4 or 8 multiply-adds.
 
 struct Params {
     m: u32,
@@ -39,11 +41,18 @@ struct Params {
 const BM: u32 = 128u;
 const BN: u32 = 64u;
 const BK: u32 = 16u;
-// Row stride of the A tile in workgroup memory (16 + 1: no bank conflicts on the stores).
-const AS: u32 = 17u;
 
-var<workgroup> tile_a: array<f32, 2176>; // BM * AS
-var<workgroup> tile_b: array<f32, 1024>; // BK * BN
+// A tile: row r, K quad q at r * 4 + q. B tile: K row k, column quad c at k * 16 + c.
+var<workgroup> tile_a: array<vec4<f32>, 512>;
+var<workgroup> tile_b: array<vec4<f32>, 256>;
+
+// a at row pixel `base` + tap offset, K index j of this segment (0 beyond seg).
+fn a_at(base: i32, off: i32, j: u32) -> f32 {
+    if (j < p.seg) {
+        return a[u32(base + off) * p.a_stride + p.a_col + j];
+    }
+    return 0.0;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -51,63 +60,66 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let col0 = wid.y * BN;
     let tx = t % 16u;
     let ty = t / 16u;
-    // The A tile is loaded 16 columns wide: this thread loads column `akk` of rows
-    // `ar + 16 q`; their pixels are looked up once.
-    let akk = t % 16u;
-    let ar = t / 16u;
-    var base: array<i32, 8>;
-    for (var q = 0u; q < 8u; q++) {
-        let r = row0 + ar + 16u * q;
-        base[q] = -1;
-        if (r < p.m) {
-            base[q] = i32(a_rows[r]);
-        }
+    // This thread loads K quad `aq` of tile rows `ar` and `ar + 64` (their pixels looked
+    // up once), and K row `bk`, column quad `bq` of the B tile.
+    let aq = t % 4u;
+    let ar = t / 4u;
+    var base = vec2<i32>(-1, -1);
+    if (row0 + ar < p.m) {
+        base.x = i32(a_rows[row0 + ar]);
     }
-    // The B tile: column `bcol`, rows `bk + 4 q`.
-    let bcol = t % 64u;
-    let bk = t / 64u;
+    if (row0 + ar + 64u < p.m) {
+        base.y = i32(a_rows[row0 + ar + 64u]);
+    }
+    let bk = t / 16u;
+    let bq = t % 16u;
     var acc: array<vec4<f32>, 8>;
     for (var tap = 0u; tap < p.ntaps; tap++) {
         let off = p.taps[tap / 4u][tap % 4u];
         for (var j0 = 0u; j0 < p.seg; j0 += BK) {
-            let j = j0 + akk;
-            for (var q = 0u; q < 8u; q++) {
-                var v = 0.0;
-                if (base[q] >= 0 && j < p.seg) {
-                    v = a[u32(base[q] + off) * p.a_stride + p.a_col + j];
+            let j = j0 + aq * 4u;
+            for (var h = 0u; h < 2u; h++) {
+                let rb = base[h];
+                var v = vec4<f32>(0.0);
+                if (rb >= 0) {
+                    v = vec4<f32>(a_at(rb, off, j), a_at(rb, off, j + 1u), a_at(rb, off, j + 2u), a_at(rb, off, j + 3u));
                 }
-                tile_a[(ar + 16u * q) * AS + akk] = v;
+                tile_a[(ar + 64u * h) * 4u + aq] = v;
             }
-            for (var q = 0u; q < 4u; q++) {
-                let kk = bk + 4u * q;
-                let col = col0 + bcol;
-                var v = 0.0;
-                if (j0 + kk < p.seg && col < p.n) {
-                    v = w[(tap * p.seg + j0 + kk) * p.n + col];
+            var wv = vec4<f32>(0.0);
+            let col = col0 + bq * 4u;
+            if (j0 + bk < p.seg) {
+                let at = (tap * p.seg + j0 + bk) * p.n;
+                for (var e = 0u; e < 4u; e++) {
+                    if (col + e < p.n) {
+                        wv[e] = w[at + col + e];
+                    }
                 }
-                tile_b[kk * BN + bcol] = v;
             }
+            tile_b[bk * 16u + bq] = wv;
             workgroupBarrier();
-            for (var kk = 0u; kk < BK; kk++) {
-                let b = vec4<f32>(
-                    tile_b[kk * BN + tx],
-                    tile_b[kk * BN + tx + 16u],
-                    tile_b[kk * BN + tx + 32u],
-                    tile_b[kk * BN + tx + 48u],
-                );
+            for (var q = 0u; q < 4u; q++) {
+                let b0 = tile_b[(q * 4u) * 16u + tx];
+                let b1 = tile_b[(q * 4u + 1u) * 16u + tx];
+                let b2 = tile_b[(q * 4u + 2u) * 16u + tx];
+                let b3 = tile_b[(q * 4u + 3u) * 16u + tx];
                 for (var i = 0u; i < 8u; i++) {
-                    acc[i] += tile_a[(ty + 16u * i) * AS + kk] * b;
+                    let av = tile_a[(ty * 8u + i) * 4u + q];
+                    acc[i] = fma(vec4<f32>(av.x), b0, acc[i]);
+                    acc[i] = fma(vec4<f32>(av.y), b1, acc[i]);
+                    acc[i] = fma(vec4<f32>(av.z), b2, acc[i]);
+                    acc[i] = fma(vec4<f32>(av.w), b3, acc[i]);
                 }
             }
             workgroupBarrier();
         }
     }
     for (var i = 0u; i < 8u; i++) {
-        let r = row0 + ty + 16u * i;
+        let r = row0 + ty * 8u + i;
         if (r < p.m) {
             let o = out_rows[r] * p.out_stride;
             for (var jj = 0u; jj < 4u; jj++) {
-                let col = col0 + tx + 16u * jj;
+                let col = col0 + tx * 4u + jj;
                 if (col < p.n) {
                     var v = acc[i][jj] + bias[col];
                     if ((p.flags & 1u) != 0u) {
