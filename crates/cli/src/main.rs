@@ -28,8 +28,9 @@ struct Cli {
     command: Command,
     /// Forward pass of the network for search (`tei`, `play`, `analyse`, `arena`, `bench`):
     /// `auto` (the default: `fast` on the CPU, `burn` on a GPU `--device`), `fast`
-    /// (BatchNorm folded, SIMD kernels, CPU) or `burn` (the training framework's, on the
-    /// device). Training runs take it from `[selfplay] inference` in the config.
+    /// (BatchNorm folded, SIMD kernels, CPU), `burn` (the training framework's, on the
+    /// device) or `wgsl` (Bredon's own kernels on a wgpu `--device`). Training runs take it
+    /// from `[selfplay] inference` in the config.
     #[arg(long, global = true)]
     inference: Option<bredon_nn::InferenceKind>,
     /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`
