@@ -577,19 +577,25 @@ impl WgslNet {
         if b > 65_535 {
             return Err(WgslError::Unsupported(format!("a batch of {b} positions (at most 65,535)")));
         }
-        // The moves of each position as offsets into its block of logits.
-        let mut offs = Vec::with_capacity(b + 1);
-        let mut idx = Vec::new();
-        let mut lens = Vec::with_capacity(b);
-        offs.push(0u32);
-        for i in 0..b {
-            match legal {
-                Some(legal) => idx.extend(legal[i].iter().map(|&m| s.logit_offset(move_to_index(m, s.n)))),
-                None => idx.extend((0..s.policy).map(|k| s.logit_offset(k))),
-            }
-            lens.push(idx.len() - *offs.last().expect("one offset") as usize);
-            offs.push(idx.len() as u32);
-        }
+        // The moves of each position as offsets into its block of logits (in parallel:
+        // on 6x6 a batch of 1,536 positions has hundreds of thousands of moves).
+        let lens: Vec<usize> = match legal {
+            Some(legal) => legal.iter().map(|m| m.len()).collect(),
+            None => vec![s.policy; b],
+        };
+        let idx: Vec<u32> = match legal {
+            Some(legal) => legal
+                .par_iter()
+                .flat_map_iter(|moves| moves.iter().map(|&m| s.logit_offset(move_to_index(m, s.n))))
+                .collect(),
+            None => (0..b).flat_map(|_| (0..s.policy).map(|k| s.logit_offset(k))).collect(),
+        };
+        let offs: Vec<u32> = std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |at, &n| {
+                *at += n as u32;
+                Some(*at)
+            }))
+            .collect();
         let total = idx.len();
         let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
         let mut guard = self.sets[k].lock().unwrap_or_else(|e| e.into_inner());
