@@ -1046,3 +1046,25 @@ impl Evaluator for InferenceHandle {
         self.batch_hint
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use InferenceKind::{Auto, Burn, Fast, Wgsl};
+
+    #[test]
+    fn inference_names_parse_print_back_and_resolve_on_the_cpu() {
+        for (text, kind) in [("auto", Auto), ("fast", Fast), ("BURN", Burn), (" wgsl ", Wgsl)] {
+            assert_eq!(text.parse::<InferenceKind>().unwrap(), kind, "{text}");
+            assert_eq!(kind.to_string().parse::<InferenceKind>().unwrap(), kind);
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(serde_json::from_str::<InferenceKind>(&json).unwrap(), kind);
+        }
+        let e = "gpu".parse::<InferenceKind>().unwrap_err().to_string();
+        assert!(e.contains("\"gpu\"") && e.contains("use auto, fast, burn or wgsl"), "{e}");
+        // On the CPU device the GPU kernels are the fast path; burn stays burn.
+        let cpu = crate::device::cpu();
+        let resolved: Vec<_> = [Auto, Fast, Burn, Wgsl].iter().map(|k| k.resolve_for(&cpu)).collect();
+        assert_eq!(resolved, [Fast, Fast, Burn, Fast]);
+    }
+}
