@@ -910,7 +910,7 @@ fn serve_wgsl(net: &crate::wgsl::WgslNet, max_batch: usize, rx: Receiver<Request
         }
         add_time(&stats.reply, replying.elapsed());
     };
-    serve_pipelined(2, max_batch, rx, stats, launch, finish);
+    serve_pipelined(2, max_batch.min(net.max_batch()), rx, stats, launch, finish);
 }
 
 /// A device service's loop with up to `depth` batches in flight: the next batch is

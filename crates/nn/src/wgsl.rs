@@ -499,6 +499,26 @@ impl WgslNet {
         })
     }
 
+    /// Floats one buffer may hold on this device (the smaller of its largest buffer and its
+    /// largest storage binding).
+    fn binding_floats(&self) -> usize {
+        let l = self.device.limits();
+        let bytes = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
+        usize::try_from(bytes / 4).unwrap_or(usize::MAX)
+    }
+
+    /// The most positions one pass takes: what the largest per-position buffer allows on
+    /// this device, and at most 65,535 (one workgroup per position in a dispatch).
+    pub fn max_batch(&self) -> usize {
+        let s = self.shape;
+        let per =
+            [s.padded * s.planes, s.padded * s.channels, s.area * s.heads(), s.logits_block(), 3 * s.vf, s.hidden]
+                .into_iter()
+                .max()
+                .unwrap_or(1);
+        (self.binding_floats() / per).clamp(1, 65_535)
+    }
+
     /// The adapter the kernels run on.
     pub fn adapter(&self) -> &str {
         &self.adapter
@@ -574,8 +594,11 @@ impl WgslNet {
         for pos in positions {
             assert_eq!(pos.size(), s.n, "a {0}x{0} position for a {1}x{1} network", pos.size(), s.n);
         }
-        if b > 65_535 {
-            return Err(WgslError::Unsupported(format!("a batch of {b} positions (at most 65,535)")));
+        if b > self.max_batch() {
+            return Err(WgslError::Unsupported(format!(
+                "a batch of {b} positions (this adapter's buffers hold at most {})",
+                self.max_batch()
+            )));
         }
         // The moves of each position as offsets into its block of logits (in parallel:
         // on 6x6 a batch of 1,536 positions has hundreds of thousands of moves).
@@ -601,8 +624,14 @@ impl WgslNet {
         let mut guard = self.sets[k].lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|set| set.positions < b || set.moves < total) {
             let (have_b, have_m) = guard.as_ref().map_or((0, 0), |set| (set.positions, set.moves));
-            let positions = b.max(have_b).max(64).next_power_of_two();
-            let moves = total.max(have_m).max(positions * 64).next_power_of_two();
+            let positions = b.max(have_b).max(64).next_power_of_two().min(self.max_batch());
+            let most = self.binding_floats();
+            if total > most {
+                return Err(WgslError::Unsupported(format!(
+                    "{total} moves in one pass (this adapter's buffers hold at most {most})"
+                )));
+            }
+            let moves = total.max(have_m).max(positions * 64).next_power_of_two().min(most);
             *guard = Some(self.make_set(positions, moves));
         }
         let set = guard.as_mut().expect("a set of buffers");

@@ -127,6 +127,7 @@ fn assert_wgsl_agrees(model: &TakNet, positions: &[Position], size: usize, batch
     use bredon_nn::wgsl::WgslNet;
     let fast = FastNet::from_model(model, size);
     let gpu = WgslNet::for_model(model, size).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(gpu.max_batch() >= 2048, "{what}: the adapter's buffers take only {} positions a pass", gpu.max_batch());
     let close = |a: f32, b: f32| (a - b).abs() <= 1e-3 * a.abs().max(1.0);
     let mut at = 0;
     for &b in batches {
