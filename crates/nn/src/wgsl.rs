@@ -252,6 +252,20 @@ pub struct Ticket<'a> {
     lens: Vec<usize>,
     total: usize,
     encoded: std::time::Duration,
+    /// Read back (by [`Ticket::finish`]); a ticket dropped unread waits for its pass and
+    /// unmaps its staging buffer, so that its set of buffers can run the next pass.
+    read: bool,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.read {
+            let _ = self.net.wait(self.submission.clone());
+            if let Some(set) = self.set.as_mut() {
+                set.staging.unmap();
+            }
+        }
+    }
 }
 
 fn storage(device: &wgpu::Device, label: &str, floats: usize, extra: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -699,7 +713,7 @@ impl WgslNet {
         encoder.copy_buffer_to_buffer(&set.out, 0, &set.staging, 0, bytes);
         let submission = self.queue.submit([encoder.finish()]);
         set.staging.slice(..bytes).map_async(wgpu::MapMode::Read, |_| {});
-        Ok(Ticket { net: self, set: guard, submission, lens, total, encoded })
+        Ok(Ticket { net: self, set: guard, submission, lens, total, encoded, read: false })
     }
 
     /// The uniform parameters of every kernel for a batch of `b`.
@@ -878,6 +892,7 @@ impl Ticket<'_> {
             bytemuck::cast_slice::<u8, f32>(&view).to_vec()
         };
         set.staging.unmap();
+        self.read = true;
         let read = clock.elapsed();
         let clock = std::time::Instant::now();
         let (scalars, flat) = floats.split_at(3 * b);

@@ -173,6 +173,10 @@ fn assert_wgsl_agrees(model: &TakNet, positions: &[Position], size: usize, batch
     let (ra, rb) = (ta.finish().unwrap(), tb.finish().unwrap());
     assert_eq!(ra.values, gpu.logits(&a).unwrap().values, "{what}: first of two in flight");
     assert_eq!(rb.values, gpu.logits(&b).unwrap().values, "{what}: second of two in flight");
+    // A pass launched and dropped unread leaves its buffers ready for the next one.
+    drop(gpu.launch(&a, None).unwrap());
+    drop(gpu.launch(&b, None).unwrap());
+    assert_eq!(gpu.logits(&a).unwrap().values, ra.values, "{what}: after two passes dropped unread");
     eprintln!("{what}: wgsl agrees with the fast path on {at} positions ({})", gpu.adapter());
 }
 
