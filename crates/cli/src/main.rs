@@ -27,17 +27,17 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Forward pass of the network for search (`tei`, `play`, `analyse`, `arena`, `bench`):
-    /// `auto` (the default: `fast` on the CPU, `burn` on a GPU `--device`), `fast`
+    /// `auto` (the default: `fast` on the CPU, `wgsl` on a GPU `--device`), `fast`
     /// (BatchNorm folded, SIMD kernels, CPU), `burn` (the training framework's, on the
-    /// device) or `wgsl` (Bredon's own kernels on a wgpu `--device`). Training runs take it
+    /// device) or `wgsl` (Bredon's own kernels on the GPU, through wgpu). Training runs take it
     /// from `[selfplay] inference` in the config.
     #[arg(long, global = true)]
     inference: Option<bredon_nn::InferenceKind>,
     /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`
     /// (GPU backends need a build with `--features wgpu` or `cuda`; `bredon devices`
     /// lists the adapters). For `train` and `selfplay` it overrides the run config's
-    /// `[device] name`. Search on a GPU device uses burn's forward pass there unless
-    /// `--inference fast` keeps it on the CPU.
+    /// `[device] name`. Search on a GPU device uses Bredon's WGSL kernels there unless
+    /// `--inference burn` or `--inference fast` (the CPU) says otherwise.
     #[arg(long, global = true, value_name = "DEVICE")]
     device: Option<bredon_nn::DeviceChoice>,
 }

@@ -137,7 +137,7 @@ pub struct Compute {
     pub choice: DeviceChoice,
     /// The opened device.
     pub device: Device,
-    /// The search's forward pass (`auto`: fast on the CPU, burn on a GPU).
+    /// The search's forward pass (`auto`: fast on the CPU, the WGSL kernels on a GPU).
     pub inference: InferenceKind,
 }
 

@@ -20,11 +20,11 @@ use crate::train::{encode_batch, encode_planes};
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
 /// default), `burn` (the training framework's own forward pass, on the model's device),
 /// `wgsl` (Bredon's own kernels on a wgpu device, [`crate::wgsl`]), or `auto`: fast for a
-/// model on the CPU, burn for one on a GPU.
+/// model on the CPU, wgsl for one on a GPU (burn's in a build without the `wgpu` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InferenceKind {
-    /// Fast on the CPU, burn when a GPU device is selected.
+    /// Fast on the CPU; on a GPU device wgsl (burn in a build without the `wgpu` feature).
     #[default]
     Auto,
     /// The fast path: BatchNorm folded, channels-last implicit-GEMM kernels (CPU).
@@ -41,10 +41,9 @@ impl InferenceKind {
     /// `Auto` made concrete for a model on `device`; the others as they are.
     pub fn resolve_for(self, device: &Device) -> InferenceKind {
         match self {
-            InferenceKind::Auto if crate::device::is_cpu(device) => InferenceKind::Fast,
-            InferenceKind::Auto => InferenceKind::Burn,
-            InferenceKind::Wgsl if crate::device::is_cpu(device) => InferenceKind::Fast,
-            InferenceKind::Wgsl if !cfg!(feature = "wgpu") => InferenceKind::Burn,
+            InferenceKind::Auto | InferenceKind::Wgsl if crate::device::is_cpu(device) => InferenceKind::Fast,
+            InferenceKind::Auto | InferenceKind::Wgsl if cfg!(feature = "wgpu") => InferenceKind::Wgsl,
+            InferenceKind::Auto | InferenceKind::Wgsl => InferenceKind::Burn,
             k => k,
         }
     }
@@ -483,7 +482,7 @@ pub struct NetEvaluator {
 
 impl NetEvaluator {
     /// Wraps an inference model for board `size`, run by the `auto` path (fast for a
-    /// model on the CPU, burn's on a GPU).
+    /// model on the CPU, the WGSL kernels on a GPU).
     pub fn new(model: TakNet, size: usize) -> NetEvaluator {
         NetEvaluator::with_kind(model, size, InferenceKind::Auto)
     }

@@ -187,9 +187,10 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     // positions) and a batch that grows the buffers.
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
     use bredon_nn::InferenceKind;
-    // On a wgpu device `wgsl` is these kernels and `auto` still burn's pass.
+    // On a wgpu device `auto` is these kernels; burn's pass is there when asked for.
     assert_eq!(InferenceKind::Wgsl.resolve_for(&wgpu()), InferenceKind::Wgsl);
-    assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::Burn);
+    assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::Wgsl);
+    assert_eq!(InferenceKind::Burn.resolve_for(&wgpu()), InferenceKind::Burn);
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
     assert_wgsl_agrees(&m6, &played_positions(6, 300, 61), 6, &[1, 3, 37, 150, 109], "shipped 6x6");
     let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();

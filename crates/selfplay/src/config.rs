@@ -89,9 +89,9 @@ pub struct SelfPlayConfig {
     /// Largest batch the inference service runs at once.
     pub max_inference_batch: usize,
     /// Forward pass of self-play and evaluation games: `auto` (the default: `fast` on the
-    /// CPU, `burn` on a GPU device), `fast` (BatchNorm folded, hand-written SIMD kernels,
+    /// CPU, `wgsl` on a GPU device), `fast` (BatchNorm folded, hand-written SIMD kernels,
     /// CPU), `burn` (the training framework's, on the run's device) or `wgsl` (Bredon's own
-    /// WGSL kernels on the run's wgpu device; `fast` on the CPU).
+    /// WGSL kernels on the run's GPU, through wgpu; `fast` on the CPU).
     pub inference: bredon_nn::InferenceKind,
     /// Inference threads of self-play, each with its own copy of the network and a
     /// forward pass on one core; the games' requests are dealt out among them. 0 (the
