@@ -14,6 +14,10 @@
 //! generations, and when the current one reaches half the budget, the older is dropped
 //! and the current one becomes the older (a hit there moves the entry forward), an
 //! approximation of least-recently-used at the cost of one map swap.
+//!
+//! The maps are sharded by hash, each shard behind its own lock with its share of the
+//! budget (one shard per MB, up to 64), so that the many search threads of a GPU's
+//! self-play (192 games at once) do not queue on one lock.
 
 use crate::evaluator::{Evaluation, Evaluator};
 use bredon_rules::{Move, Position};
@@ -100,8 +104,10 @@ impl CacheStats {
 /// evaluator; the inner evaluator is called without the cache's lock held.
 pub struct CachedEvaluator<E> {
     inner: E,
+    /// Each shard's share of the budget.
     budget: usize,
-    maps: Mutex<Generations>,
+    /// A power of two of them, chosen by the key's hash.
+    shards: Box<[Mutex<Generations>]>,
     hits: AtomicU64,
     lookups: AtomicU64,
 }
@@ -109,10 +115,14 @@ pub struct CachedEvaluator<E> {
 impl<E: Evaluator> CachedEvaluator<E> {
     /// A cache of at most about `budget_bytes` in front of `inner` (0: nothing is kept).
     pub fn new(inner: E, budget_bytes: usize) -> CachedEvaluator<E> {
+        // One shard per MB (a shard's generations need room for many entries), at most
+        // MAX_SHARDS, a power of two.
+        let shards = (budget_bytes >> 20).clamp(1, MAX_SHARDS);
+        let shards = if shards.is_power_of_two() { shards } else { shards.next_power_of_two() / 2 };
         CachedEvaluator {
             inner,
-            budget: budget_bytes,
-            maps: Mutex::new(Generations::default()),
+            budget: budget_bytes / shards,
+            shards: (0..shards).map(|_| Mutex::new(Generations::default())).collect(),
             hits: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
         }
@@ -130,9 +140,20 @@ impl<E: Evaluator> CachedEvaluator<E> {
 
     /// Forgets every evaluation (for example after the inner evaluator's weights change).
     pub fn clear(&self) {
-        *self.maps.lock().unwrap_or_else(|e| e.into_inner()) = Generations::default();
+        for shard in self.shards.iter() {
+            *shard.lock().unwrap_or_else(|e| e.into_inner()) = Generations::default();
+        }
+    }
+
+    /// The shard that holds `key`, locked.
+    fn shard(&self, key: &Key) -> std::sync::MutexGuard<'_, Generations> {
+        let i = key.hash as usize & (self.shards.len() - 1);
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// Most shards of a [`CachedEvaluator`].
+const MAX_SHARDS: usize = 64;
 
 impl<E: Evaluator> Evaluator for CachedEvaluator<E> {
     fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<Evaluation> {
@@ -140,11 +161,8 @@ impl<E: Evaluator> Evaluator for CachedEvaluator<E> {
         let mut found: Vec<Option<Arc<Evaluation>>> = vec![None; positions.len()];
         // The positions to ask about: each key once, with the batch's first index of it.
         let mut ask: Vec<usize> = Vec::new();
-        {
-            let mut maps = self.maps.lock().unwrap_or_else(|e| e.into_inner());
-            for (i, key) in keys.iter().enumerate() {
-                found[i] = maps.get(key);
-            }
+        for (i, key) in keys.iter().enumerate() {
+            found[i] = self.shard(key).get(key);
         }
         let mut first_of: HashMap<Key, usize> = HashMap::new();
         for (i, key) in keys.iter().enumerate() {
@@ -161,14 +179,12 @@ impl<E: Evaluator> Evaluator for CachedEvaluator<E> {
             let ps: Vec<&Position> = ask.iter().map(|&i| positions[i]).collect();
             let ls: Vec<&[Move]> = ask.iter().map(|&i| legal[i]).collect();
             let fresh: Vec<Arc<Evaluation>> = self.inner.evaluate_batch(&ps, &ls).into_iter().map(Arc::new).collect();
-            let mut maps = self.maps.lock().unwrap_or_else(|e| e.into_inner());
             for (&i, e) in ask.iter().zip(&fresh) {
                 if self.budget > 0 {
-                    maps.insert(keys[i], e.clone(), self.budget);
+                    self.shard(&keys[i]).insert(keys[i], e.clone(), self.budget);
                 }
                 found[i] = Some(e.clone());
             }
-            drop(maps);
             for (i, key) in keys.iter().enumerate() {
                 if found[i].is_none() {
                     found[i] = found[first_of[key]].clone();
@@ -305,12 +321,36 @@ mod tests {
         for p in &ps {
             cache.evaluate_batch(&[p], &[&p.legal_moves()]);
         }
-        let maps = cache.maps.lock().unwrap();
+        assert_eq!(cache.shards.len(), 1, "a budget under a MB is one shard");
+        let maps = cache.shards[0].lock().unwrap();
         assert!(maps.current.len() + maps.previous.len() <= 20, "{}", maps.current.len() + maps.previous.len());
         drop(maps);
         let asked = cache.inner().asked.load(Ordering::Relaxed);
         let first = &ps[0];
         cache.evaluate_batch(&[first], &[&first.legal_moves()]);
         assert_eq!(cache.inner().asked.load(Ordering::Relaxed), asked + 1, "the oldest entry was dropped");
+    }
+
+    #[test]
+    fn a_large_cache_is_sharded_and_each_shard_keeps_its_share() {
+        let sizes: Vec<usize> = [0usize, 1 << 20, 3 << 20, 64 << 20, 256 << 20]
+            .iter()
+            .map(|&b| CachedEvaluator::new(UniformEvaluator, b).shards.len())
+            .collect();
+        assert_eq!(sizes, [1, 1, 2, 64, 64]);
+        // Positions land in several shards, and each is found again.
+        let cache = CachedEvaluator::new(Counting { asked: AtomicUsize::new(0) }, 64 << 20);
+        let ps: Vec<Position> = ["a1", "b1", "c1", "d1", "e1", "a2", "b2", "c2"].iter().map(|m| after(&[m])).collect();
+        for p in &ps {
+            cache.evaluate_batch(&[p], &[&p.legal_moves()]);
+        }
+        let used = cache.shards.iter().filter(|s| !s.lock().unwrap().current.is_empty()).count();
+        assert!(used > 1, "{used} shard(s) in use");
+        let refs: Vec<&Position> = ps.iter().collect();
+        let legal: Vec<Vec<Move>> = ps.iter().map(|p| p.legal_moves()).collect();
+        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_slice()).collect();
+        cache.evaluate_batch(&refs, &legal);
+        assert_eq!(cache.inner().asked.load(Ordering::Relaxed), ps.len(), "every position answered from memory");
+        assert_eq!(cache.stats(), CacheStats { hits: 8, lookups: 16 });
     }
 }
