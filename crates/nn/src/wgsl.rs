@@ -172,11 +172,22 @@ enum Op {
 }
 
 struct Pipelines {
+    /// The matrix kernel with scalar operand loads, and with vector loads
+    /// ([`Pipelines::gemm_for`]).
     gemm: wgpu::ComputePipeline,
+    gemm4: wgpu::ComputePipeline,
     gpool: wgpu::ComputePipeline,
     vpool: wgpu::ComputePipeline,
     value: wgpu::ComputePipeline,
     gather: wgpu::ComputePipeline,
+}
+
+impl Pipelines {
+    /// The matrix kernel for `g` with `n` columns: vector loads when its K segment, input
+    /// stride and column, and column count are all multiples of 4 (the trunk's layers).
+    fn gemm_for(&self, g: &GemmOp, n: u32) -> &wgpu::ComputePipeline {
+        if [g.seg, g.a_stride, g.a_col, n].iter().all(|x| x % 4 == 0) { &self.gemm4 } else { &self.gemm }
+    }
 }
 
 /// A matrix's weights and biases on the device.
@@ -383,7 +394,8 @@ impl WgslNet {
             })
         };
         let pipelines = Pipelines {
-            gemm: pipeline("gemm", include_str!("wgsl/gemm.wgsl")),
+            gemm: pipeline("gemm", concat!(include_str!("wgsl/gemm_scalar.wgsl"), include_str!("wgsl/gemm.wgsl"))),
+            gemm4: pipeline("gemm4", concat!(include_str!("wgsl/gemm_vec4.wgsl"), include_str!("wgsl/gemm.wgsl"))),
             gpool: pipeline("gpool", include_str!("wgsl/gpool.wgsl")),
             vpool: pipeline("vpool", include_str!("wgsl/vpool.wgsl")),
             value: pipeline("value", include_str!("wgsl/value.wgsl")),
@@ -700,7 +712,8 @@ impl WgslNet {
                 let (pipeline, groups) = match op {
                     Op::Gemm(g) => {
                         let m = b as u32 * g.rows_per_position;
-                        (&self.pipelines.gemm, (m.div_ceil(TILE_M), self.matrices[g.matrix].n.div_ceil(TILE_N)))
+                        let n = self.matrices[g.matrix].n;
+                        (self.pipelines.gemm_for(g, n), (m.div_ceil(TILE_M), n.div_ceil(TILE_N)))
                     }
                     Op::Gpool(_) => (&self.pipelines.gpool, (b as u32, 1)),
                     Op::VPool => (&self.pipelines.vpool, (b as u32, 1)),
@@ -851,7 +864,7 @@ impl WgslNet {
             Op::Gemm(g) => {
                 let m = &self.matrices[g.matrix];
                 (
-                    &self.pipelines.gemm,
+                    self.pipelines.gemm_for(g, m.n),
                     vec![set.act(g.a), rows(g.a_rows), &m.w, &m.bias, set.act(g.out), rows(g.out_rows)],
                 )
             }

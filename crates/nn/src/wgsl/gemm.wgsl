@@ -31,9 +31,10 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
+// Bindings 1 (a) and 3 (w), and the functions load_a and load_b that read them, come from
+// gemm_scalar.wgsl (any layout) or gemm_vec4.wgsl (K segments, strides and column
+// counts that are multiples of 4: one vector load instead of four).
 @group(0) @binding(2) var<storage, read> a_rows: array<u32>;
-@group(0) @binding(3) var<storage, read> w: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read> out_rows: array<u32>;
@@ -45,14 +46,6 @@ const BK: u32 = 16u;
 // A tile: row r, K quad q at r * 4 + q. B tile: K row k, column quad c at k * 16 + c.
 var<workgroup> tile_a: array<vec4<f32>, 512>;
 var<workgroup> tile_b: array<vec4<f32>, 256>;
-
-// a at row pixel `base` + tap offset, K index j of this segment (0 beyond seg).
-fn a_at(base: i32, off: i32, j: u32) -> f32 {
-    if (j < p.seg) {
-        return a[u32(base + off) * p.a_stride + p.a_col + j];
-    }
-    return 0.0;
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -82,19 +75,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let rb = base[h];
                 var v = vec4<f32>(0.0);
                 if (rb >= 0) {
-                    v = vec4<f32>(a_at(rb, off, j), a_at(rb, off, j + 1u), a_at(rb, off, j + 2u), a_at(rb, off, j + 3u));
+                    v = load_a(rb, off, j);
                 }
                 tile_a[(ar + 64u * h) * 4u + aq] = v;
             }
             var wv = vec4<f32>(0.0);
-            let col = col0 + bq * 4u;
             if (j0 + bk < p.seg) {
-                let at = (tap * p.seg + j0 + bk) * p.n;
-                for (var e = 0u; e < 4u; e++) {
-                    if (col + e < p.n) {
-                        wv[e] = w[at + col + e];
-                    }
-                }
+                wv = load_b((tap * p.seg + j0 + bk) * p.n, col0 + bq * 4u);
             }
             tile_b[bk * 16u + bq] = wv;
             workgroupBarrier();
