@@ -211,6 +211,26 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     assert_wgsl_agrees(&model, &positions, 5, &[2, 65, 33], "dense-head 5x5");
 }
 
+/// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a
+/// wgpu device then runs burn's forward pass instead of failing.
+#[test]
+fn a_network_the_wgsl_kernels_cannot_run_falls_back_to_burn() {
+    use bredon_nn::InferenceKind;
+    use bredon_nn::inference::Engine;
+    // Global pooling of 68 channels: the kernels pool at most 64.
+    let cfg =
+        NetConfig { blocks: 1, channels: 72, global_pool: true, gpool_channels: 68, ..NetConfig::default_for_size(3) };
+    let model = TakNet::new(&cfg, &Device::flex());
+    let e = bredon_nn::wgsl::WgslNet::for_model(&model, 3).err().expect("an error for 68 pooled channels");
+    assert!(e.to_string().contains("global pooling of 68 channels"), "{e}");
+    let engine = Engine::new(model.to_device(&wgpu()), 3, InferenceKind::Auto);
+    assert_eq!(engine.kind(), InferenceKind::Burn);
+    let pos = Position::new(3).unwrap();
+    let legal = pos.legal_moves();
+    let evals = engine.evaluate(&[&pos], &[&legal]);
+    assert_eq!(evals[0].policy.len(), legal.len());
+}
+
 /// The batching service on wgpu (burn's path and Bredon's WGSL kernels: the legal moves'
 /// priors gathered and softmaxed on the device, only they read back) against the fast path
 /// on the CPU, with the shipped 6x6 network and several searches' requests at once.
