@@ -152,18 +152,8 @@ impl Engine {
             return priors_to_evaluations(out.policy, out.values, out.draws, out.margins);
         }
         let out = self.forward_wdl(positions);
-        let size = self.size();
-        let mut evals = to_evaluations(&out.logits, &out.values, legal, size);
-        if let Some(draws) = out.draws {
-            for (e, d) in evals.iter_mut().zip(draws) {
-                e.draw = Some(d.clamp(0.0, 1.0));
-            }
-        }
-        if let Some(margins) = out.margins {
-            for (e, m) in evals.iter_mut().zip(margins) {
-                e.margin = m.is_finite().then_some(m);
-            }
-        }
+        let mut evals = to_evaluations(&out.logits, &out.values, legal, self.size());
+        with_scalars(&mut evals, out.draws, out.margins);
         evals
     }
 
@@ -418,25 +408,36 @@ fn priors_to_evaluations(
     draws: Option<Vec<f32>>,
     margins: Option<Vec<f32>>,
 ) -> Vec<Evaluation> {
-    priors
+    let mut evals: Vec<Evaluation> = priors
         .into_iter()
         .zip(values)
-        .enumerate()
-        .map(|(i, (policy, v))| {
+        .map(|(policy, v)| {
             let sum: f32 = policy.iter().sum();
             let policy = if policy.iter().all(|x| x.is_finite()) && sum > 0.5 {
                 policy
             } else {
                 vec![1.0 / policy.len().max(1) as f32; policy.len()]
             };
-            Evaluation {
-                policy,
-                value: v.clamp(-1.0, 1.0),
-                draw: draws.as_ref().map(|d| d[i].clamp(0.0, 1.0)),
-                margin: margins.as_ref().and_then(|m| m[i].is_finite().then_some(m[i])),
-            }
+            Evaluation { policy, value: v.clamp(-1.0, 1.0), draw: None, margin: None }
         })
-        .collect()
+        .collect();
+    with_scalars(&mut evals, draws, margins);
+    evals
+}
+
+/// Each evaluation's draw probability (clamped to a probability) and flat margin (when
+/// finite), where the network gives them.
+fn with_scalars(evals: &mut [Evaluation], draws: Option<Vec<f32>>, margins: Option<Vec<f32>>) {
+    if let Some(draws) = draws {
+        for (e, d) in evals.iter_mut().zip(draws) {
+            e.draw = Some(d.clamp(0.0, 1.0));
+        }
+    }
+    if let Some(margins) = margins {
+        for (e, m) in evals.iter_mut().zip(margins) {
+            e.margin = m.is_finite().then_some(m);
+        }
+    }
 }
 
 /// One copy of the network in a [`NetEvaluator`], with the pool its forward passes run
@@ -892,21 +893,7 @@ fn serve_wgsl(net: &crate::wgsl::WgslNet, max_batch: usize, rx: Receiver<Request
         let out = ticket.finish().expect("reading the wgsl forward pass back");
         add_time(&stats.readback, clock.elapsed());
         let replying = Instant::now();
-        stats.positions.fetch_add(out.values.len() as u64, Ordering::Relaxed);
-        stats.batches.fetch_add(1, Ordering::Relaxed);
-        let mut priors = out.policy.into_iter();
-        let mut at = 0;
-        for r in &reqs {
-            let k = r.positions.len();
-            let cut = |v: &Option<Vec<f32>>| v.as_ref().map(|v| v[at..at + k].to_vec());
-            let _ = r.reply.send(Reply::Priors(
-                priors.by_ref().take(k).collect(),
-                out.values[at..at + k].to_vec(),
-                cut(&out.draws),
-                cut(&out.margins),
-            ));
-            at += k;
-        }
+        reply_priors(&reqs, out.policy, &out.values, out.draws.as_deref(), out.margins.as_deref(), stats);
         add_time(&stats.reply, replying.elapsed());
     };
     serve_pipelined(2, max_batch.min(net.max_batch()), rx, stats, launch, finish);
@@ -979,18 +966,35 @@ fn finish(batch: InFlight, stats: &Stats) {
     add_time(&stats.readback, clock.elapsed());
     let replying = Instant::now();
     let (flat, values) = read.expect("reading the network's outputs from the device");
-    let priors = batch.gather.split(&flat);
-    let n = priors.len();
-    stats.positions.fetch_add(n as u64, Ordering::Relaxed);
+    reply_priors(&batch.reqs, batch.gather.split(&flat), &values, None, None, stats);
+    add_time(&stats.reply, replying.elapsed());
+}
+
+/// Counts a device pass's positions and answers each of its requests with its share of
+/// the priors, values, and (where the path gives them) draw probabilities and margins.
+fn reply_priors(
+    reqs: &[Request],
+    priors: Vec<Vec<f32>>,
+    values: &[f32],
+    draws: Option<&[f32]>,
+    margins: Option<&[f32]>,
+    stats: &Stats,
+) {
+    stats.positions.fetch_add(priors.len() as u64, Ordering::Relaxed);
     stats.batches.fetch_add(1, Ordering::Relaxed);
     let mut priors = priors.into_iter();
     let mut at = 0;
-    for r in &batch.reqs {
+    for r in reqs {
         let k = r.positions.len();
-        let _ = r.reply.send(Reply::Priors(priors.by_ref().take(k).collect(), values[at..at + k].to_vec(), None, None));
+        let cut = |v: Option<&[f32]>| v.map(|v| v[at..at + k].to_vec());
+        let _ = r.reply.send(Reply::Priors(
+            priors.by_ref().take(k).collect(),
+            values[at..at + k].to_vec(),
+            cut(draws),
+            cut(margins),
+        ));
         at += k;
     }
-    add_time(&stats.reply, replying.elapsed());
 }
 
 /// The legal moves of every position of a batch's requests, in order: as sent, or

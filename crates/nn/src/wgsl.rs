@@ -288,15 +288,8 @@ fn storage(device: &wgpu::Device, label: &str, floats: usize, extra: wgpu::Buffe
     })
 }
 
-fn upload(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[f32]) -> wgpu::Buffer {
-    let b = storage(device, label, data.len(), wgpu::BufferUsages::COPY_DST);
-    if !data.is_empty() {
-        queue.write_buffer(&b, 0, bytemuck::cast_slice(data));
-    }
-    b
-}
-
-fn upload_u32(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[u32]) -> wgpu::Buffer {
+/// A storage buffer holding `data` (floats or indices: 4 bytes each).
+fn upload<T: bytemuck::Pod>(device: &wgpu::Device, queue: &wgpu::Queue, label: &str, data: &[T]) -> wgpu::Buffer {
     let b = storage(device, label, data.len(), wgpu::BufferUsages::COPY_DST);
     if !data.is_empty() {
         queue.write_buffer(&b, 0, bytemuck::cast_slice(data));
@@ -508,15 +501,15 @@ impl WgslNet {
             .iter()
             .map(|l| {
                 l.as_ref().map(|l| {
-                    (upload(&device, &queue, "gpool", &l.weight), upload(&device, &queue, "gpool bias", &l.bias), {
-                        (l.din / 3) as u32
-                    })
+                    let (w, bias) =
+                        (upload(&device, &queue, "gpool", &l.weight), upload(&device, &queue, "gpool bias", &l.bias));
+                    (w, bias, (l.din / 3) as u32)
                 })
             })
             .collect();
         let (margin_w, margin_bias) = match &net.margin_fc {
             Some(l) => (upload(&device, &queue, "margin", &l.weight), l.bias[0]),
-            None => (upload(&device, &queue, "margin", &[0.0]), 0.0),
+            None => (upload(&device, &queue, "margin", &[0.0f32]), 0.0),
         };
         Ok(WgslNet {
             value_w: upload(&device, &queue, "value", &net.value_fc2.weight),
@@ -817,9 +810,9 @@ impl WgslNet {
             positions,
             moves,
             acts,
-            pix: upload_u32(d, &self.queue, "pix", &pix),
-            ident: upload_u32(d, &self.queue, "ident", &ident),
-            pos: upload_u32(d, &self.queue, "pos", &pos),
+            pix: upload(d, &self.queue, "pix", &pix),
+            ident: upload(d, &self.queue, "ident", &ident),
+            pos: upload(d, &self.queue, "pos", &pos),
             offs: storage(d, "offs", positions + 1, wgpu::BufferUsages::COPY_DST),
             idx: storage(d, "idx", moves, wgpu::BufferUsages::COPY_DST),
             out: storage(d, "out", out_floats, wgpu::BufferUsages::COPY_SRC),
