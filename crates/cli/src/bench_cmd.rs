@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What to measure.
 #[derive(clap::Subcommand, Debug)]
@@ -541,7 +541,44 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
     println!("  raw forward at batch {:.0}: {raw:.0} positions/s", avg_batch.round());
     println!("  self-play reaches {:.0}% of the raw forward throughput", 100.0 * sp_rate / raw);
     print_service_times(&times, shards, secs);
+    print_host_ceiling(report.search_cpu, &times, evals, learner.model().device());
     Ok(())
+}
+
+/// The host's share of self-play, per network evaluation, and the evaluations per second
+/// it would allow if the network took no time at all: the most a device can be fed by
+/// this host's search threads (which scale with cores) and by one inference thread (a
+/// GPU path has one).
+fn print_host_ceiling(
+    search_cpu: Option<Duration>,
+    t: &bredon_nn::ServiceTimes,
+    evals: u64,
+    device: bredon_nn::Device,
+) {
+    let Some(cpu) = search_cpu else {
+        println!("  host ceiling: this platform has no per-thread CPU clock");
+        return;
+    };
+    let us = |d: Duration| d.as_secs_f64() * 1e6 / evals.max(1) as f64;
+    let search = us(cpu);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "  host work per network evaluation: {search:.1} us of CPU on the search threads (tree, move generation, tactics, evaluation cache, priors): with a network that took no time, {:.0} evals/s per core of search threads ({:.0} on this machine's {cores}, {:.0} on 16)",
+        1e6 / search.max(1e-9),
+        cores as f64 * 1e6 / search.max(1e-9),
+        16e6 / search.max(1e-9),
+    );
+    if !bredon_nn::device::is_cpu(&device) || t.encode > Duration::ZERO {
+        // burn's and the WGSL path: the inference thread's own host work (on a GPU, the
+        // upload and launch are host work too; on burn's CPU backend `forward` is the pass).
+        let launch = if bredon_nn::device::is_cpu(&device) { Duration::ZERO } else { t.forward };
+        let service = us(t.gather + t.encode + launch + t.reply);
+        println!(
+            "  the inference thread's host work per evaluation: {service:.1} us (gather, encode{}, replies): one such thread keeps up with at most {:.0} evals/s",
+            if launch > Duration::ZERO { ", upload and launch" } else { "" },
+            1e6 / service.max(1e-9)
+        );
+    }
 }
 
 /// Where the inference service's time went, per pass and per request (no waits added).

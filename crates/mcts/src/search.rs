@@ -327,11 +327,7 @@ fn leaf_tactics(pos: &mut Position, moves: &[Move]) -> LeafTactics {
     }
     let mut losing = Vec::new();
     if pos.opponent_threatens() {
-        for (i, &mv) in moves.iter().enumerate() {
-            if pos.move_loses_at_once(mv) {
-                losing.push(i as u16);
-            }
-        }
+        losing = pos.losing_move_indices(moves);
         if losing.len() == moves.len() {
             return LeafTactics::MoverLoses;
         }

@@ -687,6 +687,43 @@ impl Position {
         undo
     }
 
+    /// What the legal spread `mv` would leave on the squares it touches, without making
+    /// it: those squares (its origin and every square it drops on) and, among them, the
+    /// ones whose top piece afterwards counts for `color`'s road (a flat or capstone of
+    /// `color`). The tactical queries test spreads with it instead of `make`/`unmake`.
+    #[inline]
+    pub(crate) fn spread_road_change(&self, mv: Move, color: Color) -> (Bitboard, Bitboard) {
+        debug_assert!(!mv.is_placement(), "a spread");
+        let i = mv.square().index();
+        let step = dir_step(mv.direction(), self.size());
+        let carry = mv.carry();
+        let h = self.heights[i] as usize;
+        let kind = self.top_kind(i);
+        let want = color.index() as u128;
+        let remaining = h - carry;
+        let mut carried = self.colors[i] >> remaining;
+        let mut touched: Bitboard = 1 << i;
+        // The piece the spread uncovers is a flat (only a top piece can stand or be a cap).
+        let mut road: Bitboard =
+            if remaining > 0 && (self.colors[i] >> (remaining - 1)) & 1 == want { 1 << i } else { 0 };
+        let mut p = mv.pattern() as u32;
+        let mut cur = i as isize;
+        while p != 0 {
+            let d = p.trailing_zeros() + 1;
+            p >>= d;
+            cur += step;
+            let c = cur as usize;
+            let top = (carried >> (d - 1)) & 1;
+            carried >>= d;
+            touched |= 1 << c;
+            // The last square gets the moving stack's top piece, the others flats.
+            if top == want && (p != 0 || kind != PieceKind::Wall) {
+                road |= 1 << c;
+            }
+        }
+        (touched, road)
+    }
+
     /// Takes back `mv`, which must be the last move made, with the `Undo` it returned.
     #[inline]
     pub fn unmake(&mut self, mv: Move, undo: Undo) {

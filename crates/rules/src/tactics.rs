@@ -3,12 +3,19 @@
 //! plies (double threats).
 //!
 //! Placements are decided with bitboards alone: an empty square completes a road when it
-//! touches (or lies on) one edge's road group and the opposite edge's. Spreads are played
-//! with `make`/`unmake` only where a cheap bound says a road is possible: a spread can
-//! only add to the mover's road the squares of its own line, so when the mover's road
-//! squares plus that line hold no road, none of its spreads can make one. Flat wins are
-//! possible only when one move can fill the board or empty the mover's reserve; those
-//! positions (rare, near the end) are searched exhaustively.
+//! touches (or lies on) one edge's road group and the opposite edge's. Spreads are tried
+//! only where a cheap bound says a road is possible (a spread can only add to the mover's
+//! road the squares of its own line, so when the mover's road squares plus that line hold
+//! no road, none of its spreads can make one), and without playing them: the tops a spread
+//! leaves on its squares are read off the stack. Flat wins need a move that fills the
+//! board or empties the mover's reserve: only those moves (placements with the last piece
+//! or on the last empty square, spreads whose line holds every empty square) are played
+//! and the count looked at.
+//!
+//! A move loses at once when it leaves the opponent an immediate win; where the opponent
+//! has a road by placement that the move leaves open (it covers neither that square nor
+//! any of the opponent's road squares, and does not end the game itself), that is decided
+//! without playing it.
 
 use crate::bitboard::{BitIter, Bitboard};
 use crate::moves::{Move, SPREADS};
@@ -41,7 +48,7 @@ impl Position {
     /// placement or spread; a spread that completes both players' roads wins for the
     /// mover) or ending the game on flats in its favour. Appends to `out`.
     pub fn immediate_wins(&self, out: &mut Vec<Move>) {
-        self.scan_immediate_wins(|mv| {
+        self.scan_immediate_wins(self.side_to_move(), |mv| {
             out.push(mv);
             false
         });
@@ -50,8 +57,13 @@ impl Position {
     /// One move with which the side to move wins at once, if there is one (the cheapest
     /// to find: placements first).
     pub fn find_immediate_win(&self) -> Option<Move> {
+        self.find_immediate_win_for(self.side_to_move())
+    }
+
+    /// [`Position::find_immediate_win`] for `me`, as if it were `me`'s turn.
+    fn find_immediate_win_for(&self, me: Color) -> Option<Move> {
         let mut found = None;
-        self.scan_immediate_wins(|mv| {
+        self.scan_immediate_wins(me, |mv| {
             found = Some(mv);
             true
         });
@@ -64,15 +76,31 @@ impl Position {
         if self.result().is_some() || self.is_opening() {
             return false;
         }
-        let mut passed = self.clone();
-        passed.pass_turn();
-        passed.find_immediate_win().is_some()
+        self.find_immediate_win_for(self.side_to_move().opposite()).is_some()
     }
 
     /// Whether the legal move `mv` loses at once: it ends the game in the opponent's
     /// favour, or leaves the opponent an immediate win. The position is unchanged
     /// afterwards.
     pub fn move_loses_at_once(&mut self, mv: Move) -> bool {
+        let threat = OpenThreat::of(self);
+        self.loses_at_once(mv, threat.as_ref())
+    }
+
+    /// The indices in `moves` (legal moves of this position) of the moves that lose at
+    /// once ([`Position::move_loses_at_once`]), in order. The position is unchanged
+    /// afterwards.
+    pub fn losing_move_indices(&mut self, moves: &[Move]) -> Vec<u16> {
+        let threat = OpenThreat::of(self);
+        (0..moves.len() as u16).filter(|&i| self.loses_at_once(moves[i as usize], threat.as_ref())).collect()
+    }
+
+    /// [`Position::move_loses_at_once`], decided without playing the move where
+    /// `threat` (the opponent's road by placement) shows that it stays open.
+    fn loses_at_once(&mut self, mv: Move, threat: Option<&OpenThreat>) -> bool {
+        if let Some(lost) = threat.and_then(|t| t.decides(self, mv)) {
+            return lost;
+        }
         let me = self.side_to_move();
         let undo = self.make(mv);
         let lost = match self.result() {
@@ -87,9 +115,16 @@ impl Position {
     /// (all legal moves when the opponent threatens nothing).
     pub fn safe_moves(&self) -> Vec<Move> {
         let mut pos = self.clone();
-        let mut moves = self.legal_moves();
-        moves.retain(|&mv| !pos.move_loses_at_once(mv));
-        moves
+        let moves = self.legal_moves();
+        let losing = pos.losing_move_indices(&moves);
+        let mut losing = losing.iter().peekable();
+        let mut safe = Vec::with_capacity(moves.len() - losing.len());
+        for (i, &mv) in moves.iter().enumerate() {
+            if losing.next_if(|&&l| l as usize == i).is_none() {
+                safe.push(mv);
+            }
+        }
+        safe
     }
 
     /// Moves that force a win in three plies: the move itself does not end the game, the
@@ -128,43 +163,67 @@ impl Position {
         wins
     }
 
-    /// Calls `found` with each immediately winning move until it returns `true`.
-    fn scan_immediate_wins(&self, mut found: impl FnMut(Move) -> bool) {
+    /// Calls `found` with each move that would win at once for `me` if it were `me`'s
+    /// turn, until it returns `true`.
+    fn scan_immediate_wins(&self, me: Color, mut found: impl FnMut(Move) -> bool) {
         if self.is_opening() || self.result().is_some() {
             return;
         }
-        let me = self.side_to_move();
         let info = self.info();
         let n = info.size;
         let (stones, caps) = self.reserves(me);
-        let empties = (info.full & !self.occupied()).count_ones() as usize;
-        if stones as usize + caps as usize <= 1 || empties < n {
-            // One move may end the game on flats: try every move.
-            let mut pos = self.clone();
-            let mut moves = Vec::new();
-            pos.generate_moves(&mut moves);
-            for mv in moves {
-                let undo = pos.make(mv);
-                let wins = pos.result().is_some_and(|r| r.winner() == Some(me));
-                pos.unmake(mv, undo);
-                if wins && found(mv) {
+        let empty = info.full & !self.occupied();
+        let empties = empty.count_ones() as usize;
+        // Moves that may end the game on the flat count are played on a copy (with `me`
+        // to move) and the result looked at; every other move wins only by a road.
+        let mut scratch: Option<Position> = None;
+        let mut wins_by_playing = |mv: Move| {
+            let pos = scratch.get_or_insert_with(|| {
+                let mut pos = self.clone();
+                if pos.side_to_move() != me {
+                    pos.pass_turn();
+                }
+                pos
+            });
+            let undo = pos.make(mv);
+            let wins = pos.result().is_some_and(|r| r.winner() == Some(me));
+            pos.unmake(mv, undo);
+            wins
+        };
+        let completions = self.road_completion_squares(me);
+        if stones as usize + caps as usize <= 1 || empties == 1 {
+            // Every placement ends the game: the mover's last piece, or the last empty
+            // square. A road wins first; otherwise the count decides.
+            let mut kinds = Vec::with_capacity(3);
+            if stones > 0 {
+                kinds.extend([PieceKind::Flat, PieceKind::Wall]);
+            }
+            if caps > 0 {
+                kinds.push(PieceKind::Cap);
+            }
+            for sq in BitIter(empty) {
+                for &kind in &kinds {
+                    let mv = Move::place(sq, kind);
+                    let road = kind != PieceKind::Wall && completions >> sq.index() & 1 == 1;
+                    if (road || wins_by_playing(mv)) && found(mv) {
+                        return;
+                    }
+                }
+            }
+        } else {
+            for sq in BitIter(completions) {
+                if stones > 0 && found(Move::place(sq, PieceKind::Flat)) {
+                    return;
+                }
+                if caps > 0 && found(Move::place(sq, PieceKind::Cap)) {
                     return;
                 }
             }
-            return;
         }
-        for sq in BitIter(self.road_completion_squares(me)) {
-            if stones > 0 && found(Move::place(sq, PieceKind::Flat)) {
-                return;
-            }
-            if caps > 0 && found(Move::place(sq, PieceKind::Cap)) {
-                return;
-            }
-        }
-        // Spreads, line by line, where the bound allows a road.
+        // Spreads, line by line: where the bound allows a road, or where one spread could
+        // fill the board (every empty square on its line; a spread covers at most n − 1).
         let road = self.road_squares(me);
         let blockers = self.walls() | self.caps();
-        let mut scratch: Option<Position> = None;
         for sq in BitIter(self.controlled(me)) {
             let carry = self.height(sq).min(n);
             let is_cap = self.caps() >> sq.index() & 1 == 1;
@@ -176,23 +235,99 @@ impl Position {
                     continue;
                 }
                 let line = line_squares(sq, dir, reach, n);
-                if !info.has_road(road | line | 1 << sq.index()) {
+                let may_fill = empties < n && empty & !line == 0;
+                if !may_fill && !info.has_road(road | line | 1 << sq.index()) {
                     continue;
                 }
-                let pos = scratch.get_or_insert_with(|| self.clone());
                 let normal = SPREADS.normal(carry, dist).iter();
                 let crushing = if crush { SPREADS.crush(carry, dist) } else { &[] };
                 for &pattern in normal.chain(crushing.iter()) {
                     let mv = Move::spread(sq, dir, pattern);
-                    let undo = pos.make(mv);
-                    let wins = pos.result().is_some_and(|r| r.winner() == Some(me));
-                    pos.unmake(mv, undo);
+                    // A spread that cannot fill the board wins exactly when it completes the
+                    // mover's road (a road for both sides wins for the mover).
+                    let wins = if may_fill {
+                        wins_by_playing(mv)
+                    } else {
+                        let (touched, gained) = self.spread_road_change(mv, me);
+                        info.has_road((road & !touched) | gained)
+                    };
                     if wins && found(mv) {
                         return;
                     }
                 }
             }
         }
+    }
+}
+
+/// The opponent's roads by placement, seen from the side to move: enough to decide
+/// most of [`Position::move_loses_at_once`] without playing the move. A move that leaves
+/// one of these squares empty and covers none of the opponent's road squares leaves that
+/// road open, and so loses, unless it ends the game itself (the mover's road, or a flat
+/// count: the mover's last piece or the board's last empty square).
+pub(crate) struct OpenThreat {
+    /// Empty squares where the opponent completes a road by placement.
+    squares: Bitboard,
+    /// The opponent's road squares (covering one may break the road).
+    their_road: Bitboard,
+    /// The mover's road squares, and the empty squares where placing completes its road.
+    my_road: Bitboard,
+    my_completions: Bitboard,
+    /// The mover has one piece left, or the board one empty square, or a spread could
+    /// fill the board: a move may end the game on flats, so nothing is decided here.
+    flat_end_possible: bool,
+}
+
+impl OpenThreat {
+    /// The opponent's open roads by placement in `pos`; `None` when it has none (or the
+    /// game is over, or in the opening).
+    pub(crate) fn of(pos: &Position) -> Option<OpenThreat> {
+        if pos.is_opening() || pos.result().is_some() {
+            return None;
+        }
+        let me = pos.side_to_move();
+        let them = me.opposite();
+        let (stones, caps) = pos.reserves(them);
+        if stones == 0 && caps == 0 {
+            return None;
+        }
+        let squares = pos.road_completion_squares(them);
+        if squares == 0 {
+            return None;
+        }
+        let info = pos.info();
+        let (my_stones, my_caps) = pos.reserves(me);
+        let empties = (info.full & !pos.occupied()).count_ones() as usize;
+        Some(OpenThreat {
+            squares,
+            their_road: pos.road_squares(them),
+            my_road: pos.road_squares(me),
+            my_completions: pos.road_completion_squares(me),
+            flat_end_possible: my_stones as usize + my_caps as usize <= 1 || empties < info.size,
+        })
+    }
+
+    /// Whether the legal move `mv` loses at once, where that is clear without playing it.
+    fn decides(&self, pos: &Position, mv: Move) -> Option<bool> {
+        if self.flat_end_possible {
+            return None;
+        }
+        let info = pos.info();
+        let touched = if mv.is_placement() {
+            if mv.kind() != PieceKind::Wall && self.my_completions >> mv.square().index() & 1 == 1 {
+                return Some(false); // the mover's road: a win
+            }
+            1 << mv.square().index()
+        } else {
+            let (touched, gained) = pos.spread_road_change(mv, pos.side_to_move());
+            if info.has_road((self.my_road & !touched) | gained) {
+                return Some(false); // the mover's road wins, whatever else it completes
+            }
+            touched
+        };
+        // The opponent's road squares and one of its completion squares untouched: it
+        // still completes that road by placing there (its reserves are unchanged).
+        (touched & self.their_road == 0 && self.squares & !touched != 0).then_some(true)
     }
 }
 

@@ -30,8 +30,42 @@ fn check(pos: &Position) -> Result<bool, String> {
         if pos.opponent_threatens() != threat {
             return Err(format!("{pos:?}: opponent_threatens is {} but the opponent's wins say {threat}", !threat));
         }
+        check_losing_moves(pos)?;
     }
     Ok(!slow.is_empty())
+}
+
+/// `losing_move_indices` and `move_loses_at_once` against playing each move and trying
+/// every reply: a move loses at once when it ends the game for the opponent or leaves
+/// the opponent an immediate win.
+fn check_losing_moves(pos: &Position) -> Result<(), String> {
+    let me = pos.side_to_move();
+    let moves = pos.legal_moves();
+    let slow: Vec<u16> = (0..moves.len() as u16)
+        .filter(|&i| {
+            let mut after = pos.clone();
+            after.play(moves[i as usize]).unwrap();
+            match after.result() {
+                Some(r) => r.winner() == Some(me.opposite()),
+                None => !wins_by_trying(&after).is_empty(),
+            }
+        })
+        .collect();
+    let mut p = pos.clone();
+    let fast = p.losing_move_indices(&moves);
+    if p != *pos {
+        return Err(format!("{pos:?}: losing_move_indices changed the position"));
+    }
+    if fast != slow {
+        let names = |v: &[u16]| v.iter().map(|&i| moves[i as usize].to_ptn(pos.size())).collect::<Vec<_>>().join(" ");
+        return Err(format!("{pos:?}: losing moves fast [{}] slow [{}]", names(&fast), names(&slow)));
+    }
+    for (i, &mv) in moves.iter().enumerate() {
+        if p.move_loses_at_once(mv) != slow.contains(&(i as u16)) {
+            return Err(format!("{pos:?}: move_loses_at_once({}) disagrees", mv.to_ptn(pos.size())));
+        }
+    }
+    Ok(())
 }
 
 #[test]

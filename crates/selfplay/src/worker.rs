@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use crate::config::SelfPlayConfig;
@@ -375,6 +375,26 @@ pub struct PoolReport {
     pub stored: usize,
     /// The evaluation cache's hits and lookups (zero with `eval_cache_mb = 0`).
     pub cache: CacheStats,
+    /// CPU time the game threads used, summed over them: the searches' own work (tree,
+    /// move generation, tactics, the evaluation cache, turning replies into priors),
+    /// without the network's forward passes, which run on the inference threads (`None`
+    /// where the platform has no per-thread CPU clock).
+    pub search_cpu: Option<std::time::Duration>,
+}
+
+/// CPU time the calling thread has used (`None` where the platform does not tell).
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one `timespec` through a valid, exclusive pointer.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        (rc == 0).then(|| std::time::Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// Plays `games` games on `threads` threads (all with `evaluator`, behind one evaluation
@@ -405,12 +425,17 @@ pub fn run_pool(
     let (tx, rx) = mpsc::channel::<Result<GameSummary>>();
     let threads = job.selfplay.concurrent_games.min(games).max(1);
     let mut stored = 0;
+    // The game threads' CPU time in nanoseconds (u64::MAX once a thread could not read it).
+    let search_cpu = AtomicU64::new(0);
     std::thread::scope(|scope| -> Result<()> {
         for _ in 0..threads {
             let tx = tx.clone();
             let evaluator = evaluator.clone();
             let next = &next;
+            let search_cpu = &search_cpu;
             scope.spawn(move || {
+                let started = thread_cpu_time();
+                let _count = CountCpu { started, total: search_cpu };
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= games || stop.load(Ordering::Relaxed) {
@@ -447,7 +472,32 @@ pub fn run_pool(
         }
         Ok(())
     })?;
-    Ok(PoolReport { stored, cache: cache.map(|c| c.stats()).unwrap_or_default() })
+    let search_cpu = match search_cpu.into_inner() {
+        u64::MAX => None,
+        nanos => Some(std::time::Duration::from_nanos(nanos)),
+    };
+    Ok(PoolReport { stored, cache: cache.map(|c| c.stats()).unwrap_or_default(), search_cpu })
+}
+
+/// Adds a game thread's CPU time since `started` to `total` when the thread ends,
+/// however it ends (poisons `total` with `u64::MAX` if the clock cannot be read).
+struct CountCpu<'a> {
+    started: Option<std::time::Duration>,
+    total: &'a AtomicU64,
+}
+
+impl Drop for CountCpu<'_> {
+    fn drop(&mut self) {
+        match (self.started, thread_cpu_time()) {
+            (Some(a), Some(b)) => {
+                let nanos = u64::try_from(b.saturating_sub(a).as_nanos()).unwrap_or(u64::MAX - 1);
+                let _ = self.total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    (t != u64::MAX).then(|| t.saturating_add(nanos).min(u64::MAX - 1))
+                });
+            }
+            _ => self.total.store(u64::MAX, Ordering::Relaxed),
+        }
+    }
 }
 
 #[cfg(test)]
