@@ -3,6 +3,7 @@
 //! `cargo bench -p bredon-rules --bench tactics`: `leaf-check/*` is what one search leaf
 //! pays (the side to move's immediate win, then the opponent's threat) averaged over
 //! positions of random games; compare it with one network evaluation (`bredon bench nn`).
+//! `losing-moves/*` is what an expanded leaf pays on top when the opponent threatens.
 
 use bredon_rules::notation::parse_tps;
 use bredon_rules::{Move, Position};
@@ -45,6 +46,32 @@ fn tactics(c: &mut Criterion) {
                 for p in &positions {
                     if black_box(p).find_immediate_win().is_some() || p.opponent_threatens() {
                         n += 1;
+                    }
+                }
+                n
+            })
+        });
+    }
+    // What an expanded leaf pays when the opponent threatens a win: every legal move
+    // checked for leaving that win open (`move_loses_at_once`), over the positions of
+    // random games where the opponent threatens.
+    for size in [5, 6] {
+        let threatened: Vec<(Position, Vec<Move>)> = random_positions(size, 40)
+            .into_iter()
+            .filter(|p| p.find_immediate_win().is_none() && p.opponent_threatens())
+            .map(|p| {
+                let moves = p.legal_moves();
+                (p, moves)
+            })
+            .collect();
+        g.throughput(Throughput::Elements(threatened.len() as u64));
+        g.bench_function(format!("losing-moves/{size}x{size}-random-games"), |b| {
+            b.iter(|| {
+                let mut n = 0;
+                for (p, moves) in &threatened {
+                    let mut p = black_box(p).clone();
+                    for &mv in moves {
+                        n += p.move_loses_at_once(mv) as usize;
                     }
                 }
                 n
