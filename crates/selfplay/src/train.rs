@@ -145,6 +145,12 @@ pub struct GenerationSummary {
     /// eval_cache_mb`; 0 without the cache).
     #[serde(skip_serializing_if = "is_zero")]
     pub eval_cache_hit_rate: f64,
+    /// The searches' own CPU time per network evaluation, in microseconds (the game
+    /// threads' clocks: tree, move generation, tactics, cache, priors; not the network):
+    /// `1e6 /` this is the most evaluations a second one core of searches can feed any
+    /// device. 0 where the platform has no per-thread CPU clock.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub search_us_per_eval: f64,
     /// Self-play games per hour.
     pub games_per_hour: f64,
     /// Training samples per second.
@@ -665,6 +671,8 @@ struct PlayStats {
     plies: usize,
     evals: u64,
     cache: bredon_mcts::CacheStats,
+    /// The game threads' CPU time (`None` where it cannot be read).
+    search_cpu: Option<Duration>,
     secs: f64,
 }
 
@@ -679,6 +687,10 @@ impl PlayStats {
         self.plies += o.plies;
         self.evals += o.evals;
         self.cache += o.cache;
+        self.search_cpu = match (self.search_cpu, o.search_cpu) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.secs += o.secs;
     }
 
@@ -695,6 +707,10 @@ impl PlayStats {
         s.avg_plies = self.plies as f64 / n;
         s.evals_per_sec = self.evals as f64 / secs;
         s.eval_cache_hit_rate = self.cache.hit_rate();
+        s.search_us_per_eval = match self.search_cpu {
+            Some(cpu) if self.evals > 0 => cpu.as_secs_f64() * 1e6 / self.evals as f64,
+            _ => 0.0,
+        };
         s.games_per_hour = self.played as f64 / secs * 3600.0;
     }
 }
@@ -739,6 +755,7 @@ fn play(
         st.plies += g.plies;
     })?;
     st.cache = report.cache;
+    st.search_cpu = report.search_cpu;
     st.evals = service.evaluations();
     service.shutdown();
     st.secs = started.elapsed().as_secs_f64();
@@ -841,6 +858,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.eval_cache_hit_rate > 0.0 {
         evals.push_str(&format!(" | cache {:.0}% hits", s.eval_cache_hit_rate * 100.0));
     }
+    if s.search_us_per_eval > 0.0 {
+        evals.push_str(&format!(" | search {:.0} us/eval", s.search_us_per_eval));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -874,6 +894,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("selfplay/draw_rate".into(), s.draws),
         ("throughput/evals_per_sec".into(), s.evals_per_sec),
         ("selfplay/eval_cache_hit_rate".into(), s.eval_cache_hit_rate),
+        ("throughput/search_us_per_eval".into(), s.search_us_per_eval),
         ("throughput/games_per_hour".into(), s.games_per_hour),
         ("selfplay/reanalysed_games".into(), s.reanalysed as f64),
         ("selfplay/endgame_games".into(), s.endgame_games as f64),

@@ -642,6 +642,61 @@ mod tests {
         }
     }
 
+    /// The uniform evaluator, spending `per_call` of its thread's CPU time on every batch.
+    #[cfg(unix)]
+    struct Busy {
+        per_call: std::time::Duration,
+        calls: AtomicUsize,
+    }
+
+    #[cfg(unix)]
+    impl Evaluator for Busy {
+        fn evaluate_batch(&self, positions: &[&Position], legal: &[&[Move]]) -> Vec<bredon_mcts::Evaluation> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let start = thread_cpu_time().unwrap();
+            while thread_cpu_time().unwrap() - start < self.per_call {
+                std::hint::spin_loop();
+            }
+            UniformEvaluator.evaluate_batch(positions, legal)
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_thread_clock_counts_work_not_waiting() {
+        let start = thread_cpu_time().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let slept = thread_cpu_time().unwrap() - start;
+        assert!(slept < std::time::Duration::from_millis(30), "{slept:?} of CPU while sleeping");
+        let wall = std::time::Instant::now();
+        let mut x = 0u64;
+        while wall.elapsed() < std::time::Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(thread_cpu_time().unwrap() - start > slept, "{x}");
+    }
+
+    /// The pool's report sums every game thread's CPU time: here at least what the
+    /// evaluator spent on the game threads, and no more than the threads' wall time.
+    #[cfg(unix)]
+    #[test]
+    fn the_pool_reports_its_game_threads_cpu_time() {
+        let stop = AtomicBool::new(false);
+        let dir = tempfile::tempdir().unwrap();
+        let busy = Arc::new(Busy { per_call: std::time::Duration::from_micros(200), calls: AtomicUsize::new(0) });
+        let mut job = job(8, 0.0, vec![]);
+        job.selfplay.eval_cache_mb = 0;
+        job.selfplay.concurrent_games = 3;
+        let wall = std::time::Instant::now();
+        let report = run_pool(&job, busy.clone(), dir.path(), 6, 0, &stop, |_| {}).unwrap();
+        let wall = wall.elapsed();
+        assert_eq!(report.stored, 6);
+        let cpu = report.search_cpu.expect("a per-thread clock on unix");
+        let spent = busy.per_call * busy.calls.load(Ordering::Relaxed) as u32;
+        assert!(cpu >= spent, "{cpu:?} reported, {spent:?} spent in the evaluator alone");
+        assert!(cpu <= wall * 3, "{cpu:?} reported by 3 threads in {wall:?}");
+    }
+
     #[test]
     fn the_evaluation_cache_plays_the_same_games_with_fewer_evaluations() {
         let stop = AtomicBool::new(false);
