@@ -194,15 +194,9 @@ impl Position {
         if stones as usize + caps as usize <= 1 || empties == 1 {
             // Every placement ends the game: the mover's last piece, or the last empty
             // square. A road wins first; otherwise the count decides.
-            let mut kinds = Vec::with_capacity(3);
-            if stones > 0 {
-                kinds.extend([PieceKind::Flat, PieceKind::Wall]);
-            }
-            if caps > 0 {
-                kinds.push(PieceKind::Cap);
-            }
+            let has = |kind: PieceKind| if kind == PieceKind::Cap { caps > 0 } else { stones > 0 };
             for sq in BitIter(empty) {
-                for &kind in &kinds {
+                for kind in [PieceKind::Flat, PieceKind::Wall, PieceKind::Cap].into_iter().filter(|&k| has(k)) {
                     let mv = Move::place(sq, kind);
                     let road = kind != PieceKind::Wall && completions >> sq.index() & 1 == 1;
                     if (road || wins_by_playing(mv)) && found(mv) {
@@ -265,7 +259,7 @@ impl Position {
 /// one of these squares empty and covers none of the opponent's road squares leaves that
 /// road open, and so loses, unless it ends the game itself (the mover's road, or a flat
 /// count: the mover's last piece or the board's last empty square).
-pub(crate) struct OpenThreat {
+struct OpenThreat {
     /// Empty squares where the opponent completes a road by placement.
     squares: Bitboard,
     /// The opponent's road squares (covering one may break the road).
@@ -281,7 +275,7 @@ pub(crate) struct OpenThreat {
 impl OpenThreat {
     /// The opponent's open roads by placement in `pos`; `None` when it has none (or the
     /// game is over, or in the opening).
-    pub(crate) fn of(pos: &Position) -> Option<OpenThreat> {
+    fn of(pos: &Position) -> Option<OpenThreat> {
         if pos.is_opening() || pos.result().is_some() {
             return None;
         }
