@@ -103,8 +103,13 @@ impl RootSolver {
         }
         // Root moves not yet known to lose (a move that ends the game in a draw stays
         // open: nothing after it is a win for anyone).
-        let (losing, mut open): (Vec<Move>, Vec<Move>) =
-            ordered_moves(&pos).into_iter().partition(|&mv| pos.move_loses_at_once(mv));
+        let moves = ordered_moves(&pos);
+        let lost = pos.losing_move_indices(&moves);
+        let (mut losing, mut open) = (Vec::with_capacity(lost.len()), Vec::with_capacity(moves.len() - lost.len()));
+        let mut lost = lost.iter().peekable();
+        for (i, &mv) in moves.iter().enumerate() {
+            if lost.next_if(|&&l| l as usize == i).is_some() { losing.push(mv) } else { open.push(mv) }
+        }
         out.losing = losing;
         let mut plies = 3u32;
         loop {
