@@ -568,10 +568,11 @@ fn print_host_ceiling(
         cores as f64 * 1e6 / search.max(1e-9),
         16e6 / search.max(1e-9),
     );
-    if !bredon_nn::device::is_cpu(&device) || t.encode > Duration::ZERO {
+    let on_cpu = bredon_nn::device::is_cpu(&device);
+    if !on_cpu || t.encode > Duration::ZERO {
         // burn's and the WGSL path: the inference thread's own host work (on a GPU, the
         // upload and launch are host work too; on burn's CPU backend `forward` is the pass).
-        let launch = if bredon_nn::device::is_cpu(&device) { Duration::ZERO } else { t.forward };
+        let launch = if on_cpu { Duration::ZERO } else { t.forward };
         let service = us(t.gather + t.encode + launch + t.reply);
         println!(
             "  the inference thread's host work per evaluation: {service:.1} us (gather, encode{}, replies): one such thread keeps up with at most {:.0} evals/s",

@@ -103,13 +103,7 @@ impl RootSolver {
         }
         // Root moves not yet known to lose (a move that ends the game in a draw stays
         // open: nothing after it is a win for anyone).
-        let moves = ordered_moves(&pos);
-        let lost = pos.losing_move_indices(&moves);
-        let (mut losing, mut open) = (Vec::with_capacity(lost.len()), Vec::with_capacity(moves.len() - lost.len()));
-        let mut lost = lost.iter().peekable();
-        for (i, &mv) in moves.iter().enumerate() {
-            if lost.next_if(|&&l| l as usize == i).is_some() { losing.push(mv) } else { open.push(mv) }
-        }
+        let (losing, mut open) = pos.partition_losing_moves(&ordered_moves(&pos));
         out.losing = losing;
         let mut plies = 3u32;
         loop {

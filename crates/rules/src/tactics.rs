@@ -111,20 +111,18 @@ impl Position {
         lost
     }
 
+    /// `moves` (legal moves of this position) split into those that lose at once
+    /// ([`Position::move_loses_at_once`]) and the others, each in order. The position is
+    /// unchanged afterwards.
+    pub fn partition_losing_moves(&mut self, moves: &[Move]) -> (Vec<Move>, Vec<Move>) {
+        let threat = OpenThreat::of(self);
+        moves.iter().partition(|&&mv| self.loses_at_once(mv, threat.as_ref()))
+    }
+
     /// The moves after which the opponent has no immediate win and the game is not lost
     /// (all legal moves when the opponent threatens nothing).
     pub fn safe_moves(&self) -> Vec<Move> {
-        let mut pos = self.clone();
-        let moves = self.legal_moves();
-        let losing = pos.losing_move_indices(&moves);
-        let mut losing = losing.iter().peekable();
-        let mut safe = Vec::with_capacity(moves.len() - losing.len());
-        for (i, &mv) in moves.iter().enumerate() {
-            if losing.next_if(|&&l| l as usize == i).is_none() {
-                safe.push(mv);
-            }
-        }
-        safe
+        self.clone().partition_losing_moves(&self.legal_moves()).1
     }
 
     /// Moves that force a win in three plies: the move itself does not end the game, the

@@ -60,6 +60,11 @@ fn check_losing_moves(pos: &Position) -> Result<(), String> {
         let names = |v: &[u16]| v.iter().map(|&i| moves[i as usize].to_ptn(pos.size())).collect::<Vec<_>>().join(" ");
         return Err(format!("{pos:?}: losing moves fast [{}] slow [{}]", names(&fast), names(&slow)));
     }
+    let want_losing: Vec<Move> = slow.iter().map(|&i| moves[i as usize]).collect();
+    let want_open: Vec<Move> = moves.iter().copied().filter(|mv| !want_losing.contains(mv)).collect();
+    if p.partition_losing_moves(&moves) != (want_losing, want_open) {
+        return Err(format!("{pos:?}: partition_losing_moves disagrees with the losing moves"));
+    }
     for (i, &mv) in moves.iter().enumerate() {
         if p.move_loses_at_once(mv) != slow.contains(&(i as u16)) {
             return Err(format!("{pos:?}: move_loses_at_once({}) disagrees", mv.to_ptn(pos.size())));
