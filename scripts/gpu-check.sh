@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Every GPU figure of issue 41 in one call, side by side with the same host's CPU, for a
-# session that is lent a GPU machine for a few minutes. It builds nothing: build here with
-# `cargo build --release -p bredon-cli --features wgpu` and carry the binary.
+# session that is lent a GPU machine for a few minutes. It builds nothing there:
+# `scripts/gpu-bundle.sh` builds the wgpu binary here and puts it, stripped and
+# compressed, in .gpu/ with the Vulkan loader's package, checks that it all fits what the
+# device tool carries, and prints the call:
 #
 #   scripts/gpu-check.sh [BREDON] [DEVICE]     # defaults: target/release/bredon, wgpu
+#   scripts/gpu-check.sh .gpu/bredon.xz wgpu   # the bundle's binary, unpacked first
+#
+# Before measuring it makes Vulkan work on a bare GPU machine: where `ldconfig -p` shows no
+# loader (libvulkan.so.1) it unpacks the bundle's libvulkan1 package into /, and where no
+# Vulkan driver manifest is in the loader's usual folders but NVIDIA's is under
+# /usr/local/nvidia, it points VK_DRIVER_FILES at it.
 #
 # Prints, for the shipped 6x6 network (checkpoints/shipped/6x6.bredon), with both of the
 # search's GPU forward passes (burn's, and Bredon's own WGSL kernels: `--inference wgsl`):
@@ -44,6 +52,28 @@ step() {
   fi
 }
 
+# Mesa's and wgpu's GL probing complain on every start without a runtime directory.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  export XDG_RUNTIME_DIR="$TMP/xdg"
+  mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+fi
+# Everything printed also goes to a log, which the summary at the end reads.
+LOG="$TMP/gpu-check.log"
+exec > >(tee "$LOG") 2>&1
+
+if [[ "$BIN" == *.xz ]]; then
+  if [ -f "$BIN.sha256" ] && ! (cd "$(dirname "$BIN")" && sha256sum --quiet -c "$(basename "$BIN").sha256"); then
+    echo "error: $BIN does not match its checksum $BIN.sha256 (a broken copy?)" >&2
+    exit 1
+  fi
+  if command -v xz >/dev/null; then
+    xz -dc "$BIN" >"$TMP/bredon"
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BIN" "$TMP/bredon"
+  fi
+  chmod +x "$TMP/bredon"
+  BIN="$TMP/bredon"
+fi
 if [ ! -x "$BIN" ]; then
   echo "error: $BIN is not an executable bredon (build it with --features wgpu and pass its path)" >&2
   exit 1
@@ -52,6 +82,25 @@ fi
 section "the machine"
 nproc
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+BUNDLE_DIR=$(dirname "${1:-.}")
+if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
+  debs=("$BUNDLE_DIR"/libvulkan1_*.deb .gpu/libvulkan1_*.deb)
+  for deb in "${debs[@]}"; do
+    if [ -f "$deb" ]; then
+      echo "no Vulkan loader here: unpacking $deb"
+      dpkg -x "$deb" / && ldconfig
+      break
+    fi
+  done
+  ldconfig -p | grep -q 'libvulkan\.so\.1' || echo "warning: still no Vulkan loader (libvulkan.so.1): wgpu will find no adapter"
+fi
+NV_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NV_ICD" ] &&
+  ! ls /etc/vulkan/icd.d/nvidia*.json /usr/share/vulkan/icd.d/nvidia*.json /usr/local/share/vulkan/icd.d/nvidia*.json >/dev/null 2>&1; then
+  echo "NVIDIA's Vulkan driver manifest is only under /usr/local/nvidia: VK_DRIVER_FILES=$NV_ICD"
+  export VK_DRIVER_FILES=$NV_ICD
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
 step 30 "$BIN" devices
 
 section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
@@ -78,5 +127,17 @@ step 100 "$BIN" --device "$DEV" train --config "$TMP/6x6-gpu-short.toml" --run "
 echo "-- the run's generations (logs/generations.jsonl):"
 grep -o -E '"(generation|games|evals_per_sec|games_per_hour|samples_per_sec)":[0-9.]+' \
   "$TMP/run/logs/generations.jsonl" 2>/dev/null | paste -sd ' ' || echo "(no generation finished)"
+
+cp "$LOG" "$TMP/measured.log"
+MEASURED="$TMP/measured.log"
+section "summary (issue 41's bars: forward >= 400k positions/s at batch >= 1,024, every head within 1e-3; training >= 30k samples/s at batch 512; self-play >= 150k evals/s)"
+echo "-- forward, positions/s (columns: size net batch fast burn wgsl wgsl-x2):"
+grep -E '^[0-9]+x[0-9]+ +[^ ]+ +(1024|4096) +[0-9]+ ' "$MEASURED" | grep -v 'priors\|logits' || echo "(no forward figures)"
+echo "-- head differences:"
+grep -E 'within 1e-3|ABOVE 1e-3' "$MEASURED" || echo "(none printed)"
+echo "-- training and self-play:"
+grep -E '^train |^  step +[0-9.]+ wall|^self-play |evaluations in .* evals/s|host work per network evaluation' "$MEASURED" || echo "(none printed)"
+echo "-- steps that failed or ran out of time:"
+grep -E '^\(stopped: over|^\(failed: exit' "$MEASURED" || echo "(none)"
 
 section "done"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Prepares the one call that a session lent a GPU machine makes first (issue 41): builds
+# the wgpu binary here, puts it stripped and compressed in .gpu/ (ignored by git, sent with
+# `carry`) beside the Vulkan loader's Debian package (the GPU machine may have NVIDIA's
+# Vulkan driver but no loader), checks that everything that travels fits the device tool's
+# 64 MiB, and prints the exact call to make.
+#
+#   scripts/gpu-bundle.sh            # build, bundle, check, print the call
+#   scripts/gpu-bundle.sh --no-build # bundle the wgpu binary already in target/release
+#
+# The GPU machine reaches no registry: nothing is built or installed there but what this
+# bundle carries. scripts/gpu-check.sh unpacks it (the loader only where the machine has
+# none) and prints every figure of the issue.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LIMIT=$((64 * 1024 * 1024))
+BUNDLE=.gpu
+
+if [ "${1:-}" != "--no-build" ]; then
+  cargo build --release -p bredon-cli --features wgpu
+fi
+BIN=target/release/bredon
+if "$BIN" devices 2>&1 | grep -q "^(wgpu: not in this build"; then
+  echo "error: $BIN was not built with --features wgpu" >&2
+  exit 1
+fi
+
+mkdir -p "$BUNDLE"
+rm -f "$BUNDLE"/bredon "$BUNDLE"/bredon.xz
+strip -o "$BUNDLE/bredon" "$BIN"
+xz -T0 -6 "$BUNDLE/bredon"
+(cd "$BUNDLE" && sha256sum bredon.xz >bredon.xz.sha256)
+
+# The Vulkan loader (libvulkan.so.1), as the device tool's notes say: Debian's amd64
+# package, unpacked there only when `ldconfig -p` shows no loader.
+if ! ls "$BUNDLE"/libvulkan1_*.deb >/dev/null 2>&1; then
+  lists=$(mktemp -d)
+  o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
+  mkdir -p "$lists/partial"
+  apt-get "${o[@]}" update -qq
+  (cd "$BUNDLE" && apt-get "${o[@]}" download libvulkan1)
+  rm -rf "$lists"
+fi
+
+# What travels: tracked files that exist, untracked files git does not ignore, the bundle.
+tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) |
+  xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+bundle_bytes=$(du -sb "$BUNDLE" | cut -f1)
+total=$((tree_bytes + bundle_bytes))
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+echo "travels: working tree $(mib "$tree_bytes") + $BUNDLE $(mib "$bundle_bytes") = $(mib "$total") of the device tool's 64 MiB"
+ls -l "$BUNDLE"
+if [ "$total" -gt "$LIMIT" ]; then
+  echo "error: over the device tool's limit; retire superseded files from the tree (experiments/seeds/README.md says how)" >&2
+  exit 1
+fi
+
+cat <<'EOF'
+
+The device call (one run, about 8 minutes; device time is 15 minutes a session):
+  carry:     [".gpu"]
+  timeout_s: 600
+  command:   bash scripts/gpu-check.sh .gpu/bredon.xz wgpu 2>&1 | tee $OUT/gpu-check.log
+EOF
