@@ -19,8 +19,9 @@
 #      with two passes in flight) and on the CPU's fast path, each phase of a pass (encode,
 #      upload, kernels, readback, convert), and every head's largest difference from the
 #      CPU;
-#   2. the training step at batch 512, samples/s on DEVICE and on the CPU, and three steps'
-#      losses on both;
+#   2. the training step at batch 512, samples/s on DEVICE and on the CPU, three steps'
+#      losses on both, each phase's time (and the host thread's), and CubeCL's profile of
+#      one step: how many kernels each phase launches and which take the device's time;
 #   3. self-play with the shipped weights (configs/6x6-gpu.toml on DEVICE with each path,
 #      configs/6x6-pool-continue.toml on the CPU): evaluations/s, games/h, and where the
 #      inference service's time goes;
@@ -104,18 +105,22 @@ fi
 step 30 "$BIN" devices
 
 section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
-step 110 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu
+step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu
 
 section "2. training step, batch 512"
-step 45 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 10 --compare-cpu
-step 30 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 8
+step 40 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 10 --compare-cpu
+step 25 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
+echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
+step 45 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
+  "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
+python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
 
 section "3. self-play with the shipped weights"
 for PATH_KIND in wgsl burn; do
-  step 60 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
-    --games 1024 --max-seconds 40 --seconds 1
+  step 55 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
+    --games 1024 --max-seconds 35 --seconds 1
 done
-step 45 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 30 --seconds 1
+step 40 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 28 --seconds 1
 
 section "4. a short real run on $DEV (configs/6x6-gpu.toml with the wgsl path, one generation of 192 games and 50 steps)"
 sed -e 's/^games_per_generation = .*/games_per_generation = 192/' \

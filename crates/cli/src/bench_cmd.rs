@@ -3,11 +3,11 @@
 use anyhow::{Context, Result};
 use bredon_nn::inference::{Engine, InferenceKind, PolicyReadback};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{Compute, NetConfig, TakNet, TrainExample, Trainer};
+use bredon_nn::{Compute, NetConfig, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
 use bredon_rules::{GameOptions, Position};
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
-use bredon_selfplay::worker::{SelfPlayJob, run_pool};
+use bredon_selfplay::worker::{SelfPlayJob, process_cpu_time, run_pool, thread_cpu_time};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -719,6 +719,79 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
         compute.choice,
         samples as f64 / secs,
         i as f64 / secs
+    );
+    print_step_phases(&mut trainer, &examples, batch, lr, args.seconds / 4.0)
+}
+
+/// Where a training step's time goes: steps with the device waited for after each
+/// [`StepPhase`] (at least 3, up to 20, for about `seconds`), each phase's wall time, the
+/// calling thread's CPU time in it and the whole process's. The calling thread builds the
+/// autodiff graph and hands every kernel to burn's GPU runtime, whose server thread
+/// encodes and submits it: on a GPU a phase whose process CPU time is near its wall time
+/// is bound by the host issuing kernels, not by the device running them (on the CPU and
+/// on lavapipe the process's time includes the arithmetic itself).
+fn print_step_phases(
+    trainer: &mut Trainer,
+    examples: &[TrainExample],
+    batch: usize,
+    lr: f64,
+    seconds: f64,
+) -> Result<()> {
+    let n = StepPhase::ALL.len();
+    // Per phase: wall, calling thread, process.
+    let mut total = vec![[Duration::ZERO; 3]; n];
+    let clocks = || [thread_cpu_time(), process_cpu_time()];
+    let (mut steps, start) = (0usize, Instant::now());
+    while steps < 3 || (steps < 20 && start.elapsed().as_secs_f64() < seconds) {
+        let lo = (steps * batch) % (examples.len() - batch + 1);
+        let (mut since, mut cpu_since) = (Instant::now(), clocks());
+        let mut step = vec![[Duration::ZERO; 3]; n];
+        let outcome = trainer.try_step_probed(&examples[lo..lo + batch], lr, &mut |phase| {
+            let (now, cpu) = (Instant::now(), clocks());
+            let at = StepPhase::ALL.iter().position(|&p| p == phase).expect("a phase of ALL");
+            step[at][0] += now - since;
+            for k in 0..2 {
+                if let (Some(a), Some(b)) = (cpu[k], cpu_since[k]) {
+                    step[at][k + 1] += a.saturating_sub(b);
+                }
+            }
+            (since, cpu_since) = (now, cpu);
+        })?;
+        if let StepOutcome::Skipped(why) = outcome {
+            anyhow::bail!("a timed training step was skipped: {why}");
+        }
+        for (sum, one) in total.iter_mut().zip(&step) {
+            for k in 0..3 {
+                sum[k] += one[k];
+            }
+        }
+        steps += 1;
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3 / steps as f64;
+    let have_clocks = clocks().iter().all(Option::is_some);
+    println!(
+        "step phases: the device waited for after each, mean of {steps} steps of {batch} (ms; thread = the calling thread's CPU time, process = every thread's)"
+    );
+    let row = |name: &str, t: [Duration; 3]| {
+        if have_clocks {
+            format!("  {name:<9} {:>9.2} wall {:>9.2} thread {:>9.2} process", ms(t[0]), ms(t[1]), ms(t[2]))
+        } else {
+            format!("  {name:<9} {:>9.2} wall", ms(t[0]))
+        }
+    };
+    for (phase, t) in StepPhase::ALL.iter().zip(&total) {
+        println!("{}", row(phase.name(), *t));
+    }
+    let sum = total.iter().fold([Duration::ZERO; 3], |mut acc, t| {
+        for k in 0..3 {
+            acc[k] += t[k];
+        }
+        acc
+    });
+    println!(
+        "{} ({:.0} samples/s with the waits)",
+        row("step", sum),
+        (steps * batch) as f64 / sum[0].as_secs_f64().max(1e-9)
     );
     Ok(())
 }

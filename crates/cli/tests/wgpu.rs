@@ -129,3 +129,39 @@ fn a_missing_adapter_is_a_clear_error_naming_the_adapters() {
     let (list, _) = checked(bredon().arg("devices"));
     assert!(list.lines().any(|l| l.starts_with("wgpu:0")), "{list}");
 }
+
+/// `bench train` on the device ends with a step timed phase by phase: every phase with its
+/// wall time and the calling thread's CPU time, and the step's total.
+#[test]
+fn bench_train_prints_each_phase_of_a_step_on_the_device() {
+    let (out, _) = checked(bredon().args([
+        "--device",
+        "wgpu",
+        "bench",
+        "train",
+        "--size",
+        "3",
+        "--blocks",
+        "1",
+        "--channels",
+        "8",
+        "--batch",
+        "8",
+        "--seconds",
+        "0",
+    ]));
+    assert!(out.lines().any(|l| l.starts_with("train 3x3 ") && l.contains(" on wgpu: ")), "{out}");
+    for phase in ["prepare", "forward", "backward", "update", "step"] {
+        let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{phase} "))).unwrap_or_else(|| {
+            panic!("no {phase} line in:\n{out}");
+        });
+        let numbers: Vec<f64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        assert!(numbers.len() >= 2 && numbers.iter().all(|&x| x >= 0.0), "{line}");
+        if cfg!(unix) {
+            assert!(line.contains(" thread ") && line.contains(" process"), "{line}");
+        }
+        if phase == "forward" || phase == "backward" || phase == "step" {
+            assert!(numbers[0] > 0.0, "{phase} took no time: {line}");
+        }
+    }
+}

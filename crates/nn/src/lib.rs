@@ -43,7 +43,7 @@ pub use error::{ModelError, OnnxError};
 pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator, PassTimes, ServiceTimes};
 pub use model::{NetConfig, Outputs, PolicyHead, TakNet, TransferReport, ValueHead};
-pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, TrainError, TrainExample, Trainer};
+pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, StepPhase, TrainError, TrainExample, Trainer};
 
 pub use burn::prelude::Device;
 pub use device::{Compute, DeviceChoice, DeviceError};

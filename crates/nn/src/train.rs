@@ -355,7 +355,23 @@ impl Trainer {
         // Trained weights and their gradients hold denormal floats, which x86 computes in
         // microcode: flushing them to zero makes a step of a trained 6x6 network faster.
         let _flush = crate::fast::FlushDenormalsInPool::new();
-        self.step_flushed(batch, lr)
+        self.step_flushed(batch, lr, &mut PhaseProbe::default())
+    }
+
+    /// [`Trainer::try_step`], waiting for the device at the end of each [`StepPhase`] and
+    /// then calling `at_end(phase)`, so that a benchmark can time each phase on its own
+    /// (`bredon bench train` prints them). The waits make the step slower than
+    /// [`Trainer::try_step`]'s, whose device runs ahead of the host; the step itself is
+    /// the same.
+    pub fn try_step_probed(
+        &mut self,
+        batch: &[TrainExample],
+        lr: f64,
+        at_end: &mut dyn FnMut(StepPhase),
+    ) -> Result<StepOutcome, TrainError> {
+        let _flush = crate::fast::FlushDenormalsInPool::new();
+        let mut probe = PhaseProbe { device: Some(self.device.clone()), at_end: Some(at_end) };
+        self.step_flushed(batch, lr, &mut probe)
     }
 
     /// [`Trainer::try_step`]'s work, with denormals flushed.
@@ -366,7 +382,12 @@ impl Trainer {
     /// and the losses and the gradients' finiteness come back in one read after the
     /// backward pass. Every read is a wait for the device, and one per loss and one per
     /// parameter (about 80 a step) kept a GPU idle most of the step.
-    fn step_flushed(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome, TrainError> {
+    fn step_flushed(
+        &mut self,
+        batch: &[TrainExample],
+        lr: f64,
+        probe: &mut PhaseProbe<'_>,
+    ) -> Result<StepOutcome, TrainError> {
         let n = self.config.size;
         check_batch(batch, n)?;
         let b = batch.len();
@@ -374,6 +395,7 @@ impl Trainer {
         let z: Vec<f32> = batch.iter().map(|e| e.value).collect();
         let pi = PolicyTargets::new(batch.iter().map(|e| e.policy.as_slice()), n, &self.device);
         let z_t = Tensor::<2>::from_data(TensorData::new(z, [b, 1]), &self.device);
+        probe.end(StepPhase::Prepare)?;
         let model = self.model.take().expect("model present");
         let out = model.forward_all(x, Outputs::All);
         let logp = log_softmax(out.policy, 1);
@@ -442,10 +464,16 @@ impl Trainer {
         }
         let entropy = (logp.clone().exp() * logp).sum_dim(1).mean().neg();
         let (total_at, entropy_at) = (read.push("total", &total), read.push("entropy", &entropy));
+        probe.end(StepPhase::Forward)?;
         let grads = GradientsParams::from_grads(total.backward(), &model);
-        let mut check = GradCheck { grads: &grads, path: Vec::new(), names: Vec::new(), finite: Vec::new() };
-        model.visit(&mut check);
-        let (values, finite) = read.execute(check.finite)?;
+        // One number says whether every gradient is finite: the sum of all their elements
+        // (a NaN or an infinity anywhere makes it non-finite). Two kernels a parameter
+        // where a finiteness flag per parameter took about six, and the read carries one
+        // number for them all; only a step that fails it looks for the culprit.
+        let mut sum = GradSum { grads: &grads, sum: None };
+        model.visit(&mut sum);
+        let (values, grad_sum) = read.execute(sum.sum.into_iter().collect())?;
+        probe.end(StepPhase::Backward)?;
         let mut losses = Losses {
             policy: values[policy_at],
             value: values[value_at],
@@ -476,12 +504,66 @@ impl Trainer {
             self.model = Some(model);
             return Ok(StepOutcome::Skipped(format!("non-finite learning rate {lr}")));
         }
-        if let Some(i) = finite.iter().position(|&ok| !ok) {
+        if grad_sum.iter().any(|v| !v.is_finite()) {
+            let why = match first_non_finite_gradient(&model, &grads)? {
+                Some(name) => format!("non-finite gradient of `{name}`"),
+                None => "the gradients' sum overflowed (every gradient finite, their sum not)".to_string(),
+            };
             self.model = Some(model);
-            return Ok(StepOutcome::Skipped(format!("non-finite gradient of `{}`", check.names[i])));
+            return Ok(StepOutcome::Skipped(why));
         }
         self.model = Some(self.optim.step(lr, model, grads));
+        probe.end(StepPhase::Update)?;
         Ok(StepOutcome::Trained(losses))
+    }
+}
+
+/// The parts of a training step, in the order they run ([`Trainer::try_step_probed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepPhase {
+    /// The batch's input planes encoded on the host, its targets built, both uploaded.
+    Prepare,
+    /// The forward pass and the losses.
+    Forward,
+    /// The backward pass, each gradient's finiteness, and the one read of the losses and
+    /// those flags.
+    Backward,
+    /// The optimiser's update of every parameter.
+    Update,
+}
+
+impl StepPhase {
+    /// Every phase, in order.
+    pub const ALL: [StepPhase; 4] = [StepPhase::Prepare, StepPhase::Forward, StepPhase::Backward, StepPhase::Update];
+
+    /// Its name in benchmark tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepPhase::Prepare => "prepare",
+            StepPhase::Forward => "forward",
+            StepPhase::Backward => "backward",
+            StepPhase::Update => "update",
+        }
+    }
+}
+
+/// The phase boundaries of a probed step: a wait for the device, then the caller's
+/// callback. A plain step's probe has neither and costs nothing.
+#[derive(Default)]
+struct PhaseProbe<'a> {
+    device: Option<Device>,
+    at_end: Option<&'a mut dyn FnMut(StepPhase)>,
+}
+
+impl PhaseProbe<'_> {
+    fn end(&mut self, phase: StepPhase) -> Result<(), TrainError> {
+        if let Some(device) = &self.device {
+            device.sync()?;
+        }
+        if let Some(at_end) = self.at_end.as_mut() {
+            at_end(phase);
+        }
+        Ok(())
     }
 }
 
@@ -509,14 +591,13 @@ impl LossReads {
         self.tensors.len() - 1
     }
 
-    /// One read of the losses and of the per-parameter finiteness flags.
-    fn execute(&self, finite: Vec<Tensor<1>>) -> Result<(Vec<f64>, Vec<bool>), TrainError> {
+    /// One read of the losses and of `extra` one-element tensors (the gradients' sum):
+    /// the losses, then the extra values.
+    fn execute(&self, extra: Vec<Tensor<1>>) -> Result<(Vec<f64>, Vec<f32>), TrainError> {
         let n = self.tensors.len();
-        let all = Tensor::cat(self.tensors.iter().cloned().chain(finite).collect(), 0);
-        let data = all.try_into_data()?.convert::<f32>().try_into_vec::<f32>().expect("f32 after the conversion");
+        let data = read_scalars(self.tensors.iter().cloned().chain(extra).collect())?;
         let values = data[..n].iter().map(|&v| v as f64).collect();
-        let finite = data[n..].iter().map(|&v| v > 0.5).collect();
-        Ok((values, finite))
+        Ok((values, data[n..].to_vec()))
     }
 }
 
@@ -611,8 +692,46 @@ fn check_batch(batch: &[TrainExample], size: usize) -> Result<(), TrainError> {
     Ok(())
 }
 
+/// One-element tensors read back together, in order (one wait for the device).
+fn read_scalars(tensors: Vec<Tensor<1>>) -> Result<Vec<f32>, TrainError> {
+    if tensors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let data = Tensor::cat(tensors, 0).try_into_data()?.convert::<f32>();
+    Ok(data.try_into_vec::<f32>().expect("f32 after the conversion"))
+}
+
+/// The sum of every element of every parameter's gradient (a one-element tensor left on
+/// the device: read with the losses), `None` without gradients.
+struct GradSum<'a> {
+    grads: &'a GradientsParams,
+    sum: Option<Tensor<1>>,
+}
+
+impl burn::module::ModuleVisitor for GradSum<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+        if let Some(g) = self.grads.get::<D>(param.id) {
+            let s = g.sum();
+            self.sum = Some(match self.sum.take() {
+                Some(acc) => acc + s,
+                None => s,
+            });
+        }
+    }
+}
+
+/// The name of the first parameter (in the module's order) whose gradient holds a NaN or
+/// an infinity, or `None` when all are finite. One read; run only for a step whose
+/// gradients' sum was not finite.
+fn first_non_finite_gradient(model: &TakNet, grads: &GradientsParams) -> Result<Option<String>, TrainError> {
+    let mut check = GradCheck { grads, path: Vec::new(), names: Vec::new(), finite: Vec::new() };
+    model.visit(&mut check);
+    let finite = read_scalars(check.finite)?;
+    Ok(finite.iter().position(|&ok| ok < 0.5).map(|i| check.names.swap_remove(i)))
+}
+
 /// Collects, per parameter with a gradient, its name and whether the gradient is finite
-/// (a one-element tensor, 1 or 0, left on the device: read with the losses).
+/// (a one-element tensor, 1 or 0, left on the device).
 struct GradCheck<'a> {
     grads: &'a GradientsParams,
     path: Vec<String>,
@@ -641,6 +760,35 @@ impl burn::module::ModuleVisitor for GradCheck<'_> {
 mod tests {
     use super::*;
     use crate::policy::policy_size;
+
+    /// The gradients' sum is finite exactly while every gradient is; a poisoned one makes
+    /// it NaN, and the slow path names that parameter.
+    #[test]
+    fn a_non_finite_gradient_is_caught_by_the_sum_and_named() {
+        let cfg =
+            NetConfig { size: 3, blocks: 1, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
+        let device = crate::device::cpu().autodiff();
+        let model = TakNet::new(&cfg, &device);
+        let x = encode_batch([Position::new(3).unwrap()].iter(), cfg.input_version, 3, &device);
+        let (p, v) = model.forward(x);
+        let mut grads = GradientsParams::from_grads((p.sum() + v.sum()).backward(), &model);
+        let sum_of = |grads: &GradientsParams| {
+            let mut sum = GradSum { grads, sum: None };
+            model.visit(&mut sum);
+            read_scalars(sum.sum.into_iter().collect()).unwrap()
+        };
+        let clean = sum_of(&grads);
+        assert!(clean.len() == 1 && clean[0].is_finite(), "{clean:?}");
+        assert_eq!(first_non_finite_gradient(&model, &grads).unwrap(), None);
+        for poison in [f32::NAN, f32::INFINITY] {
+            let id = model.blocks[0].conv2.weight.id;
+            let g: Tensor<4> = grads.remove(id).unwrap();
+            grads.register(id, g.clone().slice_fill([0..1, 0..1, 0..1, 0..1], poison));
+            assert!(!sum_of(&grads)[0].is_finite(), "a {poison} in one gradient must show in the sum");
+            assert_eq!(first_non_finite_gradient(&model, &grads).unwrap().as_deref(), Some("blocks.0.conv2.weight"));
+            grads.register(id, g);
+        }
+    }
 
     /// Both forms of the policy targets give the dense formula's cross-entropy: rows of
     /// different lengths (the padding counts for nothing), a move listed twice, an empty row.

@@ -220,6 +220,32 @@ fn training_reduces_the_loss_on_a_fixed_batch() {
 }
 
 #[test]
+fn a_probed_step_reports_every_phase_in_order_and_trains_as_a_plain_step() {
+    let cfg = tiny(3);
+    let mut plain = Trainer::new(&cfg, OptimizerSettings::default(), 6).unwrap();
+    let mut probed = Trainer::from_model(&cfg, plain.model(), OptimizerSettings::default()).unwrap();
+    let batch: Vec<TrainExample> = positions(3, 12, 7)
+        .into_iter()
+        .map(|p| {
+            let m = p.legal_moves()[0];
+            TrainExample { value: 0.5, policy: vec![(m, 1.0)], position: p, wdl: None, aux: Default::default() }
+        })
+        .collect();
+    for _ in 0..3 {
+        let mut seen = Vec::new();
+        let a = plain.step(&batch, 0.01).unwrap();
+        let b = match probed.try_step_probed(&batch, 0.01, &mut |phase| seen.push(phase)).unwrap() {
+            bredon_nn::StepOutcome::Trained(l) => l,
+            bredon_nn::StepOutcome::Skipped(why) => panic!("skipped: {why}"),
+        };
+        assert_eq!(seen, bredon_nn::StepPhase::ALL.to_vec());
+        // The same step: the same losses, and the same weights after it (so the next
+        // step's losses agree too).
+        assert_eq!((a.policy, a.value, a.total), (b.policy, b.value, b.total));
+    }
+}
+
+#[test]
 fn batching_service_matches_direct_evaluation_across_threads() {
     let cfg = tiny(5);
     let trainer = Trainer::new(&cfg, OptimizerSettings::default(), 9).unwrap();

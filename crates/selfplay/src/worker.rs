@@ -386,15 +386,36 @@ pub struct PoolReport {
 pub fn thread_cpu_time() -> Option<std::time::Duration> {
     #[cfg(unix)]
     {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes one `timespec` through a valid, exclusive pointer.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        (rc == 0).then(|| std::time::Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32))
+        cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
     }
     #[cfg(not(unix))]
     {
         None
     }
+}
+
+/// CPU time every thread of this process has used (`None` where the platform does not
+/// tell). Beside [`thread_cpu_time`] it shows work handed to other threads: burn's GPU
+/// runtime runs its server (kernel lookup, binding, command encoding, submission) on a
+/// thread of its own, so on a GPU a training step's host work is mostly not the calling
+/// thread's.
+pub fn process_cpu_time() -> Option<std::time::Duration> {
+    #[cfg(unix)]
+    {
+        cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+#[cfg(unix)]
+fn cpu_clock(clock: libc::clockid_t) -> Option<std::time::Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one `timespec` through a valid, exclusive pointer.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then(|| std::time::Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32))
 }
 
 /// Plays `games` games on `threads` threads (all with `evaluator`, behind one evaluation
