@@ -6,7 +6,13 @@
 # 64 MiB, and prints the exact call to make.
 #
 #   scripts/gpu-bundle.sh            # build, bundle, check, print the call
-#   scripts/gpu-bundle.sh --no-build # bundle the wgpu binary already in target/release
+#   scripts/gpu-bundle.sh --no-build # bundle the binaries already built (below)
+#
+# Two builds go in: the plain `--features wgpu` one (target/release/bredon, built last so
+# that it stays there) and the same with burn's kernel fusion (`--features wgpu-fusion`,
+# kept as target/release/bredon-fusion), whose training step gpu-check.sh measures beside
+# the plain one. Cargo keeps both builds' dependencies, so after the first time each
+# rebuild is incremental. Cold on 2 cores the two take about an hour: start it early.
 #
 # The GPU machine reaches no registry: nothing is built or installed there but what this
 # bundle carries. scripts/gpu-check.sh unpacks it (the loader only where the machine has
@@ -16,20 +22,33 @@ cd "$(dirname "$0")/.."
 LIMIT=$((64 * 1024 * 1024))
 BUNDLE=.gpu
 
+BIN=target/release/bredon
+FUSED=target/release/bredon-fusion
 if [ "${1:-}" != "--no-build" ]; then
+  cargo build --release -p bredon-cli --features wgpu-fusion
+  cp "$BIN" "$FUSED.tmp" && mv "$FUSED.tmp" "$FUSED"
   cargo build --release -p bredon-cli --features wgpu
 fi
-BIN=target/release/bredon
 if "$BIN" devices 2>&1 | grep -q "^(wgpu: not in this build"; then
   echo "error: $BIN was not built with --features wgpu" >&2
   exit 1
 fi
 
+# pack BINARY NAME: $BUNDLE/NAME.xz, stripped, with its sha256.
+pack() {
+  rm -f "$BUNDLE/$2" "$BUNDLE/$2.xz" "$BUNDLE/$2.xz.sha256"
+  strip -o "$BUNDLE/$2" "$1"
+  xz -T0 -6 "$BUNDLE/$2"
+  (cd "$BUNDLE" && sha256sum "$2.xz" >"$2.xz.sha256")
+}
 mkdir -p "$BUNDLE"
-rm -f "$BUNDLE"/bredon "$BUNDLE"/bredon.xz
-strip -o "$BUNDLE/bredon" "$BIN"
-xz -T0 -6 "$BUNDLE/bredon"
-(cd "$BUNDLE" && sha256sum bredon.xz >bredon.xz.sha256)
+pack "$BIN" bredon
+if [ -x "$FUSED" ]; then
+  pack "$FUSED" bredon-fusion
+else
+  rm -f "$BUNDLE"/bredon-fusion.xz*
+  echo "note: no $FUSED (build it with --features wgpu-fusion): the fused build will not be measured"
+fi
 
 # The Vulkan loader (libvulkan.so.1), as the device tool's notes say: Debian's amd64
 # package, unpacked there only when `ldconfig -p` shows no loader.

@@ -36,6 +36,7 @@ DEV=${2:-wgpu}
 MODEL=checkpoints/shipped/6x6.bredon
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+trap 'exit 143' TERM INT
 START=$(date +%s)
 
 section() { echo; echo "== $* (t = $(( $(date +%s) - START )) s)"; }
@@ -62,28 +63,42 @@ fi
 LOG="$TMP/gpu-check.log"
 exec > >(tee "$LOG") 2>&1
 
-if [[ "$BIN" == *.xz ]]; then
-  if [ -f "$BIN.sha256" ] && ! (cd "$(dirname "$BIN")" && sha256sum --quiet -c "$(basename "$BIN").sha256"); then
-    echo "error: $BIN does not match its checksum $BIN.sha256 (a broken copy?)" >&2
-    exit 1
+# unpack BIN NAME: a .xz binary (checked against its .sha256 when there is one) unpacked
+# into $TMP/NAME, whose path it prints; any other path as it is.
+unpack() {
+  local bin=$1 name=$2
+  if [[ "$bin" != *.xz ]]; then
+    echo "$bin"
+    return
+  fi
+  if [ -f "$bin.sha256" ] && ! (cd "$(dirname "$bin")" && sha256sum --quiet -c "$(basename "$bin").sha256" >&2); then
+    echo "error: $bin does not match its checksum $bin.sha256 (a broken copy?)" >&2
+    return 1
   fi
   if command -v xz >/dev/null; then
-    xz -dc "$BIN" >"$TMP/bredon"
+    xz -dc "$bin" >"$TMP/$name"
   else
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BIN" "$TMP/bredon"
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$bin" "$TMP/$name"
   fi
-  chmod +x "$TMP/bredon"
-  BIN="$TMP/bredon"
-fi
+  chmod +x "$TMP/$name"
+  echo "$TMP/$name"
+}
+BUNDLE_DIR=$(dirname "$BIN")
+BIN=$(unpack "$BIN" bredon) || exit 1
 if [ ! -x "$BIN" ]; then
   echo "error: $BIN is not an executable bredon (build it with --features wgpu and pass its path)" >&2
   exit 1
+fi
+# The same build with burn's kernel fusion (`--features wgpu-fusion`), where the bundle has
+# it: its training step is measured beside the plain one.
+FUSED=
+if [ -f "$BUNDLE_DIR/bredon-fusion.xz" ]; then
+  FUSED=$(unpack "$BUNDLE_DIR/bredon-fusion.xz" bredon-fusion) || FUSED=
 fi
 
 section "the machine"
 nproc
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-BUNDLE_DIR=$(dirname "${1:-.}")
 if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
   debs=("$BUNDLE_DIR"/libvulkan1_*.deb .gpu/libvulkan1_*.deb)
   for deb in "${debs[@]}"; do
@@ -108,19 +123,28 @@ section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
 step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu
 
 section "2. training step, batch 512"
-step 40 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 10 --compare-cpu
+step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
 step 25 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
 echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
-step 45 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
+step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
   "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
 python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
+if [ -n "$FUSED" ]; then
+  echo "-- the same step with burn's kernel fusion (--features wgpu-fusion)"
+  step 35 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
+  step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
+    "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
+  python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train-fused.log" --top 6 || echo "(no profile)"
+else
+  echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured)"
+fi
 
 section "3. self-play with the shipped weights"
 for PATH_KIND in wgsl burn; do
-  step 55 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
-    --games 1024 --max-seconds 35 --seconds 1
+  step 45 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
+    --games 1024 --max-seconds 25 --seconds 1
 done
-step 40 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 28 --seconds 1
+step 30 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 20 --seconds 1
 
 section "4. a short real run on $DEV (configs/6x6-gpu.toml with the wgsl path, one generation of 192 games and 50 steps)"
 sed -e 's/^games_per_generation = .*/games_per_generation = 192/' \

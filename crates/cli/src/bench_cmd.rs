@@ -714,13 +714,19 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "train {size}x{size} {} on {}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
+        "train {size}x{size} {} on {}{}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
         net.name(),
         compute.choice,
+        fusion_note(compute),
         samples as f64 / secs,
         i as f64 / secs
     );
     print_step_phases(&mut trainer, &examples, batch, lr, args.seconds / 4.0)
+}
+
+/// " (burn fusion)" for a GPU device in a `wgpu-fusion` build, else nothing.
+fn fusion_note(compute: &Compute) -> &'static str {
+    if bredon_nn::device::BURN_FUSION && !bredon_nn::device::is_cpu(&compute.device) { " (burn fusion)" } else { "" }
 }
 
 /// Where a training step's time goes: steps with the device waited for after each

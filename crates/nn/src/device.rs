@@ -118,6 +118,10 @@ impl<'de> serde::Deserialize<'de> for DeviceChoice {
     }
 }
 
+/// Whether this build runs burn's GPU backends with kernel fusion (the `wgpu-fusion`
+/// feature: chains of tensor operations compiled into fewer kernels at run time).
+pub const BURN_FUSION: bool = cfg!(feature = "wgpu-fusion");
+
 /// The CPU device (burn's flex backend): where models are loaded and the fast path runs.
 pub fn cpu() -> Device {
     Device::flex()
