@@ -751,25 +751,20 @@ fn print_step_phases(
     while steps < 3 || (steps < 20 && start.elapsed().as_secs_f64() < seconds) {
         let lo = (steps * batch) % (examples.len() - batch + 1);
         let (mut since, mut cpu_since) = (Instant::now(), clocks());
-        let mut step = vec![[Duration::ZERO; 3]; n];
         let outcome = trainer.try_step_probed(&examples[lo..lo + batch], lr, &mut |phase| {
             let (now, cpu) = (Instant::now(), clocks());
             let at = StepPhase::ALL.iter().position(|&p| p == phase).expect("a phase of ALL");
-            step[at][0] += now - since;
+            total[at][0] += now - since;
             for k in 0..2 {
                 if let (Some(a), Some(b)) = (cpu[k], cpu_since[k]) {
-                    step[at][k + 1] += a.saturating_sub(b);
+                    total[at][k + 1] += a.saturating_sub(b);
                 }
             }
             (since, cpu_since) = (now, cpu);
         })?;
+        // A skipped step stops the benchmark, so its partial phases are never printed.
         if let StepOutcome::Skipped(why) = outcome {
             anyhow::bail!("a timed training step was skipped: {why}");
-        }
-        for (sum, one) in total.iter_mut().zip(&step) {
-            for k in 0..3 {
-                sum[k] += one[k];
-            }
         }
         steps += 1;
     }

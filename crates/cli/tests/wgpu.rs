@@ -131,7 +131,7 @@ fn a_missing_adapter_is_a_clear_error_naming_the_adapters() {
 }
 
 /// `bench train` on the device ends with a step timed phase by phase: every phase with its
-/// wall time and the calling thread's CPU time, and the step's total.
+/// wall time, the calling thread's and the process's CPU time, and the step's total.
 #[test]
 fn bench_train_prints_each_phase_of_a_step_on_the_device() {
     let (out, _) = checked(bredon().args([

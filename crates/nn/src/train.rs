@@ -525,8 +525,8 @@ pub enum StepPhase {
     Prepare,
     /// The forward pass and the losses.
     Forward,
-    /// The backward pass, each gradient's finiteness, and the one read of the losses and
-    /// those flags.
+    /// The backward pass, the sum of every gradient (finite exactly when they all are),
+    /// and the one read of the losses and that sum.
     Backward,
     /// The optimiser's update of every parameter.
     Update,
