@@ -33,6 +33,7 @@ pub mod integrity;
 pub mod limits;
 pub mod model;
 pub mod onnx;
+mod optim;
 pub mod policy;
 pub mod train;
 #[cfg(feature = "wgpu")]

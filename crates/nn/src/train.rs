@@ -5,15 +5,14 @@
 //! SGD+momentum.
 
 use bredon_rules::{Move, Position};
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 
 use crate::encoding::{check_input_version, encode, input_len, planes};
 use crate::limits::ModelFileError;
 use crate::model::{NetConfig, Outputs, TakNet};
+use crate::optim::FlatOptimizer;
 use crate::policy::move_to_index;
 
 /// What can go wrong in training.
@@ -54,6 +53,10 @@ pub enum TrainError {
     /// The device failed while the step's losses were read back.
     #[error("the training device failed: {0}")]
     Device(#[from] burn::tensor::ExecutionError),
+    /// The network handed to the optimiser is not the one its state is laid out for (a
+    /// bug: the trainer keeps both together).
+    #[error("the optimiser's layout does not fit the network: {0}")]
+    OptimizerLayout(String),
     /// The optimiser state could not be saved or loaded (burn's message, shortened).
     #[error("{action} optimizer state {path}: {message}")]
     OptimizerState {
@@ -236,19 +239,9 @@ pub struct Trainer {
     /// Architecture (size set).
     pub config: NetConfig,
     model: Option<TakNet>,
-    optim: ModuleOptimizer,
+    optim: FlatOptimizer,
     settings: OptimizerSettings,
     device: Device,
-}
-
-fn make_optimizer(s: &OptimizerSettings) -> ModuleOptimizer {
-    let wd = (s.weight_decay > 0.0).then(|| WeightDecayConfig::new(s.weight_decay as f32));
-    match s.kind {
-        OptimizerKind::Adam => AdamConfig::new().with_weight_decay(wd).init(),
-        OptimizerKind::Sgd => {
-            SgdConfig::new().with_weight_decay(wd).with_momentum(Some(MomentumConfig::new().with_dampening(0.0))).init()
-        }
-    }
 }
 
 /// Encodes positions in `input_version` into one input tensor on `device`.
@@ -295,10 +288,14 @@ impl Trainer {
             return Err(TrainError::BadSize(config.size));
         }
         check_input_version(config.input_version)?;
+        // Every field within what a model file may hold, and consistent (pooled channels
+        // among the channels, say): a network that could not be saved is not built.
+        crate::limits::check_meta(config.size, config.input_version, crate::policy::policy_size(config.size), config)?;
         let device = device.clone().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
-        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings), settings, device })
+        let optim = FlatOptimizer::new(&settings, &model);
+        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device })
     }
 
     /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately),
@@ -317,7 +314,8 @@ impl Trainer {
     ) -> Result<Trainer, TrainError> {
         let device = device.clone().autodiff();
         let model = model.to_device(&device).train();
-        Ok(Trainer { config: config.clone(), model: Some(model), optim: make_optimizer(&settings), settings, device })
+        let optim = FlatOptimizer::new(&settings, &model);
+        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device })
     }
 
     /// The current weights as an inference model (on the training device, eval mode).
@@ -325,17 +323,16 @@ impl Trainer {
         self.model.as_ref().expect("model present").valid()
     }
 
-    /// Saves the optimiser state (e.g. Adam moments) to `path`.
+    /// Saves the optimiser state (e.g. Adam moments) to `path`, in burn's optimiser
+    /// record layout (so burn's `ModuleOptimizer` reads it too).
     pub fn save_optimizer(&self, path: &std::path::Path) -> Result<(), TrainError> {
-        self.optim.save(path).map_err(|e| optimizer_error("saving", path, format!("{e:?}")))
+        self.optim.save(path)
     }
 
-    /// Loads optimiser state saved by [`Trainer::save_optimizer`].
+    /// Loads optimiser state saved by [`Trainer::save_optimizer`] (or by burn's
+    /// `ModuleOptimizer`, as runs did before the flat optimiser).
     pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<(), TrainError> {
-        let fresh = make_optimizer(&self.settings);
-        let optim = std::mem::replace(&mut self.optim, fresh);
-        self.optim = optim.load(path).map_err(|e| optimizer_error("loading", path, format!("{e:?}")))?;
-        Ok(())
+        self.optim.load(path)
     }
 
     /// One optimisation step on `batch` at learning rate `lr`; an error if the step had
@@ -466,13 +463,24 @@ impl Trainer {
         let (total_at, entropy_at) = (read.push("total", &total), read.push("entropy", &entropy));
         probe.end(StepPhase::Forward)?;
         let grads = GradientsParams::from_grads(total.backward(), &model);
-        // One number says whether every gradient is finite: the sum of all their elements
-        // (a NaN or an infinity anywhere makes it non-finite). Two kernels a parameter
-        // where a finiteness flag per parameter took about six, and the read carries one
-        // number for them all; only a step that fails it looks for the culprit.
-        let mut sum = GradSum { grads: &grads, sum: None };
-        model.visit(&mut sum);
-        let (values, grad_sum) = read.execute(sum.sum.into_iter().collect())?;
+        // Every gradient laid end to end for the optimiser, and one number that says
+        // whether they are all finite: the sum of all their elements (a NaN or an infinity
+        // anywhere makes it non-finite), read with the losses. Only a step that fails it
+        // looks for the culprit.
+        let flat = match self.optim.flatten(&model, &grads) {
+            Ok(flat) => flat,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(e);
+            }
+        };
+        let (values, grad_sum) = match read.execute(vec![flat.sum()]) {
+            Ok(read) => read,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(e);
+            }
+        };
         probe.end(StepPhase::Backward)?;
         let mut losses = Losses {
             policy: values[policy_at],
@@ -512,7 +520,14 @@ impl Trainer {
             self.model = Some(model);
             return Ok(StepOutcome::Skipped(why));
         }
-        self.model = Some(self.optim.step(lr, model, grads));
+        let weights = match self.optim.weights(&model) {
+            Ok(weights) => weights,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(e);
+            }
+        };
+        self.model = Some(self.optim.update(lr, model, flat, weights));
         probe.end(StepPhase::Update)?;
         Ok(StepOutcome::Trained(losses))
     }
@@ -525,10 +540,10 @@ pub enum StepPhase {
     Prepare,
     /// The forward pass and the losses.
     Forward,
-    /// The backward pass, the sum of every gradient (finite exactly when they all are),
-    /// and the one read of the losses and that sum.
+    /// The backward pass, every gradient laid end to end in one flat tensor, its sum
+    /// (finite exactly when every gradient is), and the one read of the losses and that sum.
     Backward,
-    /// The optimiser's update of every parameter.
+    /// The optimiser's update of every parameter, once over the flat tensors.
     Update,
 }
 
@@ -668,7 +683,7 @@ impl PolicyTargets {
 
 /// The error for a failed save or load of the optimiser state; burn's message can list
 /// every tensor of the state, so it is shortened.
-fn optimizer_error(action: &'static str, path: &std::path::Path, message: String) -> TrainError {
+pub(crate) fn optimizer_error(action: &'static str, path: &std::path::Path, message: String) -> TrainError {
     let message = crate::limits::bounded(&message, crate::limits::MAX_MESSAGE);
     TrainError::OptimizerState { action, path: path.to_path_buf(), message }
 }
@@ -699,25 +714,6 @@ fn read_scalars(tensors: Vec<Tensor<1>>) -> Result<Vec<f32>, TrainError> {
     }
     let data = Tensor::cat(tensors, 0).try_into_data()?.convert::<f32>();
     Ok(data.try_into_vec::<f32>().expect("f32 after the conversion"))
-}
-
-/// The sum of every element of every parameter's gradient (a one-element tensor left on
-/// the device: read with the losses), `None` without gradients.
-struct GradSum<'a> {
-    grads: &'a GradientsParams,
-    sum: Option<Tensor<1>>,
-}
-
-impl burn::module::ModuleVisitor for GradSum<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
-        if let Some(g) = self.grads.get::<D>(param.id) {
-            let s = g.sum();
-            self.sum = Some(match self.sum.take() {
-                Some(acc) => acc + s,
-                None => s,
-            });
-        }
-    }
 }
 
 /// The name of the first parameter (in the module's order) whose gradient holds a NaN or
@@ -772,11 +768,8 @@ mod tests {
         let x = encode_batch([Position::new(3).unwrap()].iter(), cfg.input_version, 3, &device);
         let (p, v) = model.forward(x);
         let mut grads = GradientsParams::from_grads((p.sum() + v.sum()).backward(), &model);
-        let sum_of = |grads: &GradientsParams| {
-            let mut sum = GradSum { grads, sum: None };
-            model.visit(&mut sum);
-            read_scalars(sum.sum.into_iter().collect()).unwrap()
-        };
+        let optim = FlatOptimizer::new(&OptimizerSettings::default(), &model);
+        let sum_of = |grads: &GradientsParams| read_scalars(vec![optim.flatten(&model, grads).unwrap().sum()]).unwrap();
         let clean = sum_of(&grads);
         assert!(clean.len() == 1 && clean[0].is_finite(), "{clean:?}");
         assert_eq!(first_non_finite_gradient(&model, &grads).unwrap(), None);

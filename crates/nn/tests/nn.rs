@@ -183,6 +183,10 @@ fn a_batch_that_does_not_fit_is_refused_and_the_trainer_still_works() {
         Trainer::new(&NetConfig { size: 9, ..tiny(3) }, OptimizerSettings::default(), 1),
         Err(TrainError::BadSize(9))
     ));
+    // A global pooling of more channels than the blocks have is refused, not a panic.
+    let pooled = NetConfig { global_pool: true, gpool_channels: 16, channels: 4, ..tiny(3) };
+    let e = Trainer::new(&pooled, OptimizerSettings::default(), 1).err().expect("refused");
+    assert!(e.to_string().contains("net.gpool_channels") && e.to_string().contains("1 to 4"), "{e}");
 }
 
 #[test]
