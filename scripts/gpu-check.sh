@@ -21,13 +21,15 @@
 #      CPU;
 #   2. the training step at batch 512, samples/s on DEVICE and on the CPU, three steps'
 #      losses on both, each phase's time (and the host thread's), and CubeCL's profile of
-#      one step: how many kernels each phase launches and which take the device's time;
+#      one step: how many kernels each phase launches and which take the device's time,
+#      and the host's cost of a launch (a 16-channel net at batch 1: nearly empty kernels);
 #   3. self-play with the shipped weights (configs/6x6-gpu.toml on DEVICE with each path,
 #      configs/6x6-pool-continue.toml on the CPU): evaluations/s, games/h, and where the
 #      inference service's time goes;
 #   4. a short real run (`bredon train` with configs/6x6-gpu.toml and the wgsl path, one
 #      small generation), its log's games/h and samples/s.
-# Each step has its own time limit; the whole script stays under 8 minutes. A step that
+# Each step has its own time limit (they add up to 550 s, inside the device call's 600; on a GPU most
+# steps end well before theirs, so the script takes a few minutes). A step that
 # fails or runs out of time says so and the next one runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -129,6 +131,9 @@ echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step
 step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
   "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
 python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
+echo "-- the host's cost of a launch: the same network with 16 channels at batch 1, whose kernels have almost"
+echo "   nothing to do, so a step is the host issuing its kernels (about 1,270: a kernel costs the step's ms x 1000 / 1,270 us)"
+step 25 "$BIN" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 4
 if [ -n "$FUSED" ]; then
   echo "-- the same step with burn's kernel fusion (--features wgpu-fusion)"
   step 35 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu

@@ -314,7 +314,7 @@ impl FlatOptimizer {
                 continue;
             };
             for (data, out) in datas.into_iter().zip(&mut flat) {
-                if data.num_elements() != slot.len {
+                if data.shape().iter().copied().ne(slot.dims.iter().copied()) {
                     return Err(fail(format!(
                         "the state of `{}` has shape {:?}, the parameter {:?}",
                         slot.path,
@@ -697,7 +697,7 @@ mod tests {
             assert!(other.slots.iter().all(|s| s.steps == 0));
             // State of another shape for a parameter of the same id is refused by name.
             let mut wrong = FlatOptimizer::new(&settings, &a);
-            wrong.slots[0].len += 1;
+            wrong.slots[0].dims.reverse();
             let e = wrong.load(&p_ours).unwrap_err().to_string();
             assert!(e.contains(&format!("`{}`", wrong.slots[0].path)) && e.contains("shape"), "{e}");
         }
