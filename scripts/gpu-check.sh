@@ -28,7 +28,7 @@
 #      inference service's time goes;
 #   4. a short real run (`bredon train` with configs/6x6-gpu.toml and the wgsl path, one
 #      small generation), its log's games/h and samples/s.
-# Each step has its own time limit (they add up to 550 s, inside the device call's 600; on a GPU most
+# Each step has its own time limit (they add up to 560 s, inside the device call's 600; on a GPU most
 # steps end well before theirs, so the script takes a few minutes). A step that
 # fails or runs out of time says so and the next one runs.
 set -uo pipefail
@@ -133,13 +133,15 @@ step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile
 python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
 echo "-- the host's cost of a launch: the same network with 16 channels at batch 1, whose kernels have almost"
 echo "   nothing to do, so a step is the host issuing its kernels (about 1,270: a kernel costs the step's ms x 1000 / 1,270 us)"
-step 25 "$BIN" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 4
+step 20 "$BIN" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 3
 if [ -n "$FUSED" ]; then
   echo "-- the same step with burn's kernel fusion (--features wgpu-fusion)"
   step 35 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
   step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
     "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
   python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train-fused.log" --top 6 || echo "(no profile)"
+  echo "-- the host's cost of a step of nearly empty kernels with fusion (about 870 kernels)"
+  step 15 "$FUSED" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 2
 else
   echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured)"
 fi
