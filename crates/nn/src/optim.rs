@@ -170,15 +170,14 @@ impl FlatOptimizer {
                 let v = self.second.take().unwrap_or_else(zeros);
                 let m = m.mul_scalar(BETA_1).add(g.clone().mul_scalar(1.0 - BETA_1));
                 let v = v.mul_scalar(BETA_2).add(g.square().mul_scalar(1.0 - BETA_2));
-                let (combined, eps) = self.bias_corrections(&present);
-                let update = match (combined, eps) {
-                    (Factor::Scalar(c), Factor::Scalar(e)) => {
-                        m.clone().mul_scalar(c).div(v.clone().sqrt().add_scalar(e))
+                let update = match self.bias_corrections(&present) {
+                    Corrections::Scalars(c, e) => m.clone().mul_scalar(c).div(v.clone().sqrt().add_scalar(e)),
+                    Corrections::Elements(c, e) => {
+                        let flat = |values: Vec<f32>| {
+                            Tensor::<1>::from_data(TensorData::new(values, [self.total]), &self.device)
+                        };
+                        m.clone().mul(flat(c)).div(v.clone().sqrt().add(flat(e)))
                     }
-                    (c, e) => m
-                        .clone()
-                        .mul(c.tensor(self.total, &self.device))
-                        .div(v.clone().sqrt().add(e.tensor(self.total, &self.device))),
                 };
                 self.first = Some(m);
                 self.second = Some(v);
@@ -193,17 +192,18 @@ impl FlatOptimizer {
         };
         // A parameter without a gradient keeps its state (its weights are not replaced).
         if missing {
-            for (slot, _) in self.slots.iter().zip(&present).filter(|(_, has)| !**has) {
-                let range = slot.offset..slot.offset + slot.len;
-                let keep = |new: Option<Tensor<1>>, old: &Option<Tensor<1>>| {
-                    new.map(|new| {
-                        let old = old.clone().unwrap_or_else(|| Tensor::zeros([self.total], &self.device));
-                        new.slice_assign(range.clone(), old.slice(range.clone()))
-                    })
-                };
-                self.first = keep(self.first.take(), &old_first);
-                self.second = keep(self.second.take(), &old_second);
-            }
+            let restore = |new: Option<Tensor<1>>, old: Option<Tensor<1>>| {
+                new.map(|mut new| {
+                    let old = old.unwrap_or_else(zeros);
+                    for (slot, _) in self.slots.iter().zip(&present).filter(|(_, has)| !**has) {
+                        let range = slot.offset..slot.offset + slot.len;
+                        new = new.slice_assign(range.clone(), old.clone().slice(range));
+                    }
+                    new
+                })
+            };
+            self.first = restore(self.first.take(), old_first);
+            self.second = restore(self.second.take(), old_second);
         }
         self.weights = (!missing).then(|| new_p.clone());
         let mut scatter = Scatter { slots: &self.slots, present: &present, next: 0, flat: new_p };
@@ -213,7 +213,7 @@ impl FlatOptimizer {
     /// Adam's two bias-corrected factors, `sqrt(1 − β₂ᵗ) / (1 − β₁ᵗ)` and
     /// `ε · sqrt(1 − β₂ᵗ)`, computed as burn computes them: scalars while every parameter
     /// updated this step has the same `t` (the usual case), else per element.
-    fn bias_corrections(&self, present: &[bool]) -> (Factor, Factor) {
+    fn bias_corrections(&self, present: &[bool]) -> Corrections {
         let of = |steps: u64| {
             let t = steps as i32;
             let bc2 = (1.0 - BETA_2.powi(t)).sqrt();
@@ -223,7 +223,7 @@ impl FlatOptimizer {
         let first = times.next().unwrap_or(1);
         if times.all(|t| t == first) {
             let (c, e) = of(first);
-            return (Factor::Scalar(c), Factor::Scalar(e));
+            return Corrections::Scalars(c, e);
         }
         // Padding and parameters without a gradient get factors that leave their (zero
         // or restored) update harmless: 0 / (0 + 1).
@@ -233,7 +233,7 @@ impl FlatOptimizer {
             c[slot.offset..slot.offset + slot.len].fill(sc);
             e[slot.offset..slot.offset + slot.len].fill(se);
         }
-        (Factor::Elements(c), Factor::Elements(e))
+        Corrections::Elements(c, e)
     }
 
     /// Saves the state in burn's optimiser record layout (a burnpack file: per parameter
@@ -242,9 +242,13 @@ impl FlatOptimizer {
     pub(crate) fn save(&self, path: &Path) -> Result<(), TrainError> {
         let read = |t: &Option<Tensor<1>>| -> Result<Option<Vec<f32>>, TrainError> {
             match t {
-                Some(t) => Ok(Some(t.clone().try_into_data()?.convert::<f32>().try_to_vec::<f32>().map_err(|e| {
-                    TrainError::OptimizerState { action: "saving", path: path.to_path_buf(), message: format!("{e:?}") }
-                })?)),
+                Some(t) => Ok(Some(
+                    t.clone()
+                        .try_into_data()?
+                        .convert::<f32>()
+                        .try_to_vec::<f32>()
+                        .map_err(|e| crate::train::optimizer_error("saving", path, format!("{e:?}")))?,
+                )),
                 None => Ok(None),
             }
         };
@@ -347,19 +351,11 @@ impl FlatOptimizer {
     }
 }
 
-/// A factor of Adam's update: one number for every element, or one per element.
-enum Factor {
-    Scalar(f32),
-    Elements(Vec<f32>),
-}
-
-impl Factor {
-    fn tensor(self, total: usize, device: &Device) -> Tensor<1> {
-        match self {
-            Factor::Scalar(v) => Tensor::full([total], v, device),
-            Factor::Elements(v) => Tensor::from_data(TensorData::new(v, [total]), device),
-        }
-    }
+/// Adam's two bias-corrected factors (the moment's and the denominator's epsilon): one
+/// pair for every element, or one value per element of the flat layout.
+enum Corrections {
+    Scalars(f32, f32),
+    Elements(Vec<f32>, Vec<f32>),
 }
 
 /// Whether a visited tensor is a trained parameter: burn also visits the BatchNorms'

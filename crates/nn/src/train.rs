@@ -393,7 +393,9 @@ impl Trainer {
         let pi = PolicyTargets::new(batch.iter().map(|e| e.policy.as_slice()), n, &self.device);
         let z_t = Tensor::<2>::from_data(TensorData::new(z, [b, 1]), &self.device);
         probe.end(StepPhase::Prepare)?;
-        let model = self.model.take().expect("model present");
+        // The model stays in the trainer until the update replaces it, so a step that
+        // stops early (skipped, or a device error) leaves the trainer whole.
+        let model = self.model.as_ref().expect("model present");
         let out = model.forward_all(x, Outputs::All);
         let logp = log_softmax(out.policy, 1);
         let policy_loss = pi.cross_entropy_sum(logp.clone(), &self.device).div_scalar(b as f32);
@@ -462,25 +464,13 @@ impl Trainer {
         let entropy = (logp.clone().exp() * logp).sum_dim(1).mean().neg();
         let (total_at, entropy_at) = (read.push("total", &total), read.push("entropy", &entropy));
         probe.end(StepPhase::Forward)?;
-        let grads = GradientsParams::from_grads(total.backward(), &model);
+        let grads = GradientsParams::from_grads(total.backward(), model);
         // Every gradient laid end to end for the optimiser, and one number that says
         // whether they are all finite: the sum of all their elements (a NaN or an infinity
         // anywhere makes it non-finite), read with the losses. Only a step that fails it
         // looks for the culprit.
-        let flat = match self.optim.flatten(&model, &grads) {
-            Ok(flat) => flat,
-            Err(e) => {
-                self.model = Some(model);
-                return Err(e);
-            }
-        };
-        let (values, grad_sum) = match read.execute(vec![flat.sum()]) {
-            Ok(read) => read,
-            Err(e) => {
-                self.model = Some(model);
-                return Err(e);
-            }
-        };
+        let flat = self.optim.flatten(model, &grads)?;
+        let (values, grad_sum) = read.execute(vec![flat.sum()])?;
         probe.end(StepPhase::Backward)?;
         let mut losses = Losses {
             policy: values[policy_at],
@@ -501,7 +491,6 @@ impl Trainer {
         if !(losses.total.is_finite() && losses.policy.is_finite() && losses.value.is_finite())
             || extra.iter().any(|&(_, at)| !values[at].is_finite())
         {
-            self.model = Some(model);
             let extra: String = extra.iter().map(|&(_, at)| format!(", {} {}", read.names[at], values[at])).collect();
             return Ok(StepOutcome::Skipped(format!(
                 "non-finite loss (policy {}, value {}{extra})",
@@ -509,24 +498,17 @@ impl Trainer {
             )));
         }
         if !lr.is_finite() {
-            self.model = Some(model);
             return Ok(StepOutcome::Skipped(format!("non-finite learning rate {lr}")));
         }
         if grad_sum.iter().any(|v| !v.is_finite()) {
-            let why = match first_non_finite_gradient(&model, &grads)? {
+            let why = match first_non_finite_gradient(model, &grads)? {
                 Some(name) => format!("non-finite gradient of `{name}`"),
                 None => "the gradients' sum overflowed (every gradient finite, their sum not)".to_string(),
             };
-            self.model = Some(model);
             return Ok(StepOutcome::Skipped(why));
         }
-        let weights = match self.optim.weights(&model) {
-            Ok(weights) => weights,
-            Err(e) => {
-                self.model = Some(model);
-                return Err(e);
-            }
-        };
+        let weights = self.optim.weights(model)?;
+        let model = self.model.take().expect("model present");
         self.model = Some(self.optim.update(lr, model, flat, weights));
         probe.end(StepPhase::Update)?;
         Ok(StepOutcome::Trained(losses))
