@@ -40,13 +40,16 @@ def tables(path):
                 if total is not None and count.isdigit():
                     out.append((total, int(count), rows))
                 rows = []
-            elif len(cells) in (4, 5) and cells[-1].endswith("%"):
-                # `| kind | name | time | count | % |`, or `| name | time | count | % |`
-                # for kernels that have no kind (convolutions, copies).
+            elif len(cells) >= 4 and cells[-1].endswith("%"):
+                # `| kind | name | time | count | % |`, `| name | time | count | % |` for
+                # kernels that have no kind (convolutions, copies), or a generic kernel's
+                # kind, its type parameters and its name (`| MatmulEntry | TensorArgs |
+                # ... | RowMajorGlobalPartitionMatmul_… | time | count | % |`).
                 ms, count = millis(cells[-3]), cells[-2]
                 if ms is not None and count.isdigit():
-                    name = cells[1] if len(cells) == 5 else cells[0]
-                    kind = cells[0] if len(cells) == 5 else re.sub(r"_[0-9a-f]{6,}$", "", name)
+                    parts = cells[:-3]
+                    name = parts[-1]
+                    kind = parts[0] if len(parts) > 1 else re.sub(r"_[0-9a-f]{6,}$", "", name)
                     rows.append((kind, name, ms, int(count)))
     return out
 

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use bredon_nn::inference::{Engine, InferenceKind, PolicyReadback};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{Compute, NetConfig, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
+use bredon_nn::{Compute, Convolutions, NetConfig, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
 use bredon_rules::{GameOptions, Position};
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
@@ -635,6 +635,10 @@ pub struct TrainArgs {
     /// within 1e-3, relative for the policy).
     #[arg(long)]
     pub compare_cpu: bool,
+    /// How the step computes the convolutions: `auto` (matrix products on a GPU device,
+    /// burn's `conv2d` on the CPU), `direct` (burn's `conv2d`) or `matmul`.
+    #[arg(long, default_value = "auto")]
+    pub convolutions: Convolutions,
 }
 
 fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
@@ -660,6 +664,7 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
         }
         None => Trainer::new_on(&net, settings.clone(), 1, &compute.device)?,
     };
+    trainer.set_convolutions(args.convolutions);
     let size = net.size;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let examples: Vec<TrainExample> = sample_positions(size, 4 * args.batch.max(1), 3)
@@ -679,8 +684,11 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
     let batch = args.batch.max(1);
     let lr = 1e-3;
     if args.compare_cpu {
+        // The reference: burn's own convolutions on the CPU.
         let mut cpu = Trainer::from_model_on(&net, trainer.model(), settings.clone(), &bredon_nn::device::cpu())?;
+        cpu.set_convolutions(Convolutions::Direct);
         let mut device = Trainer::from_model_on(&net, trainer.model(), settings, &compute.device)?;
+        device.set_convolutions(args.convolutions);
         println!(
             "# three steps of the same batches on {} and on the CPU (losses: policy, value, total)",
             compute.choice
@@ -714,10 +722,11 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "train {size}x{size} {} on {}{}: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
+        "train {size}x{size} {} on {}{}, {} convolutions: {i} steps of {batch} in {secs:.1} s = {:.0} samples/s ({:.1} steps/s)",
         net.name(),
         compute.choice,
         fusion_note(compute),
+        trainer.convolutions().name(),
         samples as f64 / secs,
         i as f64 / secs
     );

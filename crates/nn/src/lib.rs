@@ -35,6 +35,7 @@ pub mod model;
 pub mod onnx;
 mod optim;
 pub mod policy;
+pub mod rows;
 pub mod train;
 #[cfg(feature = "wgpu")]
 pub mod wgsl;
@@ -44,6 +45,7 @@ pub use error::{ModelError, OnnxError};
 pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};
 pub use inference::{InferenceKind, InferenceService, NetEvaluator, PassTimes, ServiceTimes};
 pub use model::{NetConfig, Outputs, PolicyHead, TakNet, TransferReport, ValueHead};
+pub use rows::Convolutions;
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, StepPhase, TrainError, TrainExample, Trainer};
 
 pub use burn::prelude::Device;

@@ -486,16 +486,22 @@ impl TakNet {
             ValueHead::Dense => v.reshape([b as i32, -1]),
             ValueHead::Pool => global_pool(v),
         };
+        let (value, wdl, flat_margin) = self.value_outputs(v, aux);
+        NetOutput { policy: logits, value, wdl, flat_margin, ownership, opponent_policy }
+    }
+
+    /// The value head after its pooling or flattening: the value, the WDL logits (with
+    /// [`NetConfig::wdl`]) and the flat margin (with `aux`) from its features `v`.
+    pub(crate) fn value_outputs(&self, v: Tensor<2>, aux: bool) -> (Tensor<2>, Option<Tensor<2>>, Option<Tensor<2>>) {
         let v = relu(self.value_fc1.forward(v));
         let flat_margin = self.margin_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(v.clone()));
         let z = self.value_fc2.forward(v);
-        let (value, wdl) = if self.wdl() {
+        if self.wdl() {
             let prob = softmax(z.clone(), 1);
-            (prob.clone().narrow(1, 0, 1) - prob.narrow(1, 2, 1), Some(z))
+            (prob.clone().narrow(1, 0, 1) - prob.narrow(1, 2, 1), Some(z), flat_margin)
         } else {
-            (tanh(z), None)
-        };
-        NetOutput { policy: logits, value, wdl, flat_margin, ownership, opponent_policy }
+            (tanh(z), None, flat_margin)
+        }
     }
 }
 

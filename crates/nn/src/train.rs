@@ -14,6 +14,7 @@ use crate::limits::ModelFileError;
 use crate::model::{NetConfig, Outputs, TakNet};
 use crate::optim::FlatOptimizer;
 use crate::policy::move_to_index;
+use crate::rows::Convolutions;
 
 /// What can go wrong in training.
 #[derive(Debug, thiserror::Error)]
@@ -242,6 +243,8 @@ pub struct Trainer {
     optim: FlatOptimizer,
     settings: OptimizerSettings,
     device: Device,
+    /// How the step computes the convolutions (resolved on `device`).
+    convolutions: Convolutions,
 }
 
 /// Encodes positions in `input_version` into one input tensor on `device`.
@@ -295,7 +298,8 @@ impl Trainer {
         device.seed(seed);
         let model = TakNet::new(config, &device);
         let optim = FlatOptimizer::new(&settings, &model);
-        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device })
+        let convolutions = Convolutions::Auto.on(&device);
+        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device, convolutions })
     }
 
     /// Wraps a loaded model (its optimiser state starts fresh unless loaded separately),
@@ -315,7 +319,20 @@ impl Trainer {
         let device = device.clone().autodiff();
         let model = model.to_device(&device).train();
         let optim = FlatOptimizer::new(&settings, &model);
-        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device })
+        let convolutions = Convolutions::Auto.on(&device);
+        Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device, convolutions })
+    }
+
+    /// How the step computes the network's convolutions ([`Convolutions::Auto`], the
+    /// default: matrix products on a GPU device, burn's `conv2d` on the CPU). Either gives
+    /// the same losses and gradients; only the kernels differ.
+    pub fn set_convolutions(&mut self, convolutions: Convolutions) {
+        self.convolutions = convolutions.on(&self.device);
+    }
+
+    /// How the step computes the convolutions on this trainer's device (never `Auto`).
+    pub fn convolutions(&self) -> Convolutions {
+        self.convolutions
     }
 
     /// The current weights as an inference model (on the training device, eval mode).
@@ -396,7 +413,7 @@ impl Trainer {
         // The model stays in the trainer until the update replaces it, so a step that
         // stops early (skipped, or a device error) leaves the trainer whole.
         let model = self.model.as_ref().expect("model present");
-        let out = model.forward_all(x, Outputs::All);
+        let out = model.forward_with(x, Outputs::All, self.convolutions);
         let logp = log_softmax(out.policy, 1);
         let policy_loss = pi.cross_entropy_sum(logp.clone(), &self.device).div_scalar(b as f32);
         let diff = out.value - z_t;

@@ -334,3 +334,50 @@ fn a_trained_network_deepens_with_identity_blocks() {
     let new_scale = tensor_values(&trainer.model(), &format!("blocks.{}.bn2.gamma", old.blocks));
     assert!(new_scale.iter().any(|&g| g != 0.0), "the added block's scale left zero");
 }
+
+/// The step with its convolutions as matrix products over rows (the GPU's default) trains
+/// like burn's conv2d on the CPU: the same losses step by step, and the same weights and
+/// BatchNorm statistics after, for the global-pooling network with every head and a dense
+/// one without.
+#[test]
+fn matmul_convolutions_train_like_burns_conv2d() {
+    use bredon_nn::Convolutions;
+    let dense = NetConfig {
+        blocks: 1,
+        channels: 8,
+        policy_filters: 2,
+        value_hidden: 8,
+        aux: true,
+        policy_head: PolicyHead::Dense,
+        ..NetConfig::default_for_size(5)
+    };
+    for cfg in [gpool_config(6, ValueHead::Pool, true), dense] {
+        let positions = random_positions(cfg.size, 48, 4);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let batch = random_examples(&positions, &mut rng);
+        let init = if cfg.global_pool { gpool_network(&cfg, &positions, 2) } else { trained(&cfg, &positions, 2) };
+        let mut trainers = [Convolutions::Direct, Convolutions::Matmul].map(|c| {
+            let mut t = Trainer::from_model(&cfg, init.clone(), OptimizerSettings::default()).unwrap();
+            t.set_convolutions(c);
+            assert_eq!(t.convolutions(), c);
+            t
+        });
+        for step in 0..3 {
+            let [a, b] = [0, 1].map(|i| trainers[i].step(&batch, 0.01).unwrap());
+            for (what, x, y) in
+                [("policy", a.policy, b.policy), ("value", a.value, b.value), ("total", a.total, b.total)]
+            {
+                assert!(
+                    (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                    "{}, step {step}: {what} loss {x} vs {y}",
+                    cfg.name()
+                );
+            }
+        }
+        let [a, b] = [0, 1].map(|i| trainers[i].model());
+        for part in ["conv", "running_mean", "running_var", "gpool", "fc"] {
+            let d = max_diff(&tensor_values(&a, part), &tensor_values(&b, part));
+            assert!(d <= 1e-4, "{}: the {part} tensors differ by {d} after 3 steps", cfg.name());
+        }
+    }
+}

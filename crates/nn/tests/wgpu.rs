@@ -5,7 +5,7 @@
 
 mod common;
 use bredon_nn::train::{OptimizerSettings, encode_batch};
-use bredon_nn::{DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_devices, load_exported};
+use bredon_nn::{Convolutions, DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_devices, load_exported};
 use bredon_rules::Position;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
@@ -92,32 +92,41 @@ fn every_head_of_a_trained_conv_net_agrees_on_wgpu() {
 #[test]
 fn training_steps_on_wgpu_follow_the_cpu() {
     // The same initial weights and batches: a step on each device gives the same losses
-    // and (nearly) the same weights, and the weights stay finite.
+    // and (nearly) the same weights, and the weights stay finite; on the GPU with each way
+    // of computing the convolutions (the default there: matrix products over rows), on
+    // the CPU with burn's conv2d.
     let cfg = NetConfig { blocks: 1, channels: 16, wdl: true, aux: true, ..NetConfig::default_for_size(4) };
     let positions = played_positions(4, 64, 8);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
     let batch = random_examples(&positions, &mut rng);
     let init = Trainer::new(&cfg, OptimizerSettings::default(), 5).unwrap().model();
-    let mut cpu = Trainer::from_model_on(&cfg, init.clone(), OptimizerSettings::default(), &Device::flex()).unwrap();
-    let mut gpu = Trainer::from_model_on(&cfg, init, OptimizerSettings::default(), &wgpu()).unwrap();
-    for step in 0..3 {
-        let a = cpu.step(&batch, 0.01).unwrap();
-        let b = gpu.step(&batch, 0.01).unwrap();
-        assert!(
-            (a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0),
-            "step {step}: policy loss {} vs {}",
-            a.policy,
-            b.policy
-        );
-        assert!((a.value - b.value).abs() < 1e-3, "step {step}: value loss {} vs {}", a.value, b.value);
+    for convolutions in [Convolutions::Auto, Convolutions::Direct] {
+        let mut cpu =
+            Trainer::from_model_on(&cfg, init.clone(), OptimizerSettings::default(), &Device::flex()).unwrap();
+        assert_eq!(cpu.convolutions(), Convolutions::Direct);
+        let mut gpu = Trainer::from_model_on(&cfg, init.clone(), OptimizerSettings::default(), &wgpu()).unwrap();
+        assert_eq!(gpu.convolutions(), Convolutions::Matmul, "the default on a GPU");
+        gpu.set_convolutions(convolutions);
+        let what = gpu.convolutions().name();
+        for step in 0..3 {
+            let a = cpu.step(&batch, 0.01).unwrap();
+            let b = gpu.step(&batch, 0.01).unwrap();
+            assert!(
+                (a.policy - b.policy).abs() < 1e-3 * a.policy.abs().max(1.0),
+                "{what}, step {step}: policy loss {} vs {}",
+                a.policy,
+                b.policy
+            );
+            assert!((a.value - b.value).abs() < 1e-3, "{what}, step {step}: value loss {} vs {}", a.value, b.value);
+        }
+        assert_eq!(gpu.model().device(), wgpu());
+        assert_heads_agree(&cpu.model(), &positions, 4, "after 3 steps (cpu weights)");
+        let (c, g) = (cpu.model(), gpu.model().to_device(&Device::flex()));
+        let x = encode_batch(positions.iter(), 1, 4, &Device::flex());
+        let (pc, pg) = (floats(c.forward(x.clone()).0), floats(g.forward(x).0));
+        let d = pc.iter().zip(&pg).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
+        assert!(d <= 1e-2, "{what}: after 3 steps the two devices' nets differ by {d}");
     }
-    assert_eq!(gpu.model().device(), wgpu());
-    assert_heads_agree(&cpu.model(), &positions, 4, "after 3 steps (cpu weights)");
-    let (c, g) = (cpu.model(), gpu.model().to_device(&Device::flex()));
-    let x = encode_batch(positions.iter(), 1, 4, &Device::flex());
-    let (pc, pg) = (floats(c.forward(x.clone()).0), floats(g.forward(x).0));
-    let d = pc.iter().zip(&pg).map(|(p, q)| (p - q).abs() / p.abs().max(1.0)).fold(0.0f32, f32::max);
-    assert!(d <= 1e-2, "after 3 steps the two devices' nets differ by {d}");
 }
 
 /// Bredon's WGSL kernels against the CPU's fast path on `positions`, batch by batch: every

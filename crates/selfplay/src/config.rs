@@ -35,6 +35,11 @@ pub struct DeviceConfig {
     /// `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`; a GPU needs a `bredon`
     /// built with that cargo feature (`--features wgpu` or `cuda`).
     pub name: bredon_nn::DeviceChoice,
+    /// How the training step computes the network's convolutions: `auto` (the default:
+    /// matrix products over channels-last rows on a GPU, burn's `conv2d` on the CPU),
+    /// `direct` (burn's `conv2d`) or `matmul`. The same losses either way; see
+    /// docs/gpu.md.
+    pub convolutions: bredon_nn::Convolutions,
 }
 
 /// The game being learnt.

@@ -48,7 +48,8 @@ pub fn net_config(cfg: &RunConfig) -> NetConfig {
 impl Learner {
     /// The learner of `net` (the run's architecture) trained by `trainer`, with the run's
     /// komi, inference and value-target settings.
-    fn with_trainer(cfg: &RunConfig, net: NetConfig, trainer: Trainer) -> Learner {
+    fn with_trainer(cfg: &RunConfig, net: NetConfig, mut trainer: Trainer) -> Learner {
+        trainer.set_convolutions(cfg.device.convolutions);
         Learner {
             trainer,
             net,
