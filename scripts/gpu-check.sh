@@ -19,8 +19,9 @@
 #      with two passes in flight) and on the CPU's fast path, each phase of a pass (encode,
 #      upload, kernels, readback, convert), and every head's largest difference from the
 #      CPU;
-#   2. the training step at batch 512, samples/s on DEVICE and on the CPU, three steps'
-#      losses on both, each phase's time (and the host thread's), and CubeCL's profile of
+#   2. the training step at batch 512, samples/s on DEVICE (its convolutions as matrix
+#      products over rows, the default, and as burn's direct convolutions) and on the CPU,
+#      three steps' losses on both, each phase's time (and the host thread's), and CubeCL's profile of
 #      one step: how many kernels each phase launches and which take the device's time,
 #      and the host's cost of a launch (a 16-channel net at batch 1: nearly empty kernels);
 #   3. self-play with the shipped weights (configs/6x6-gpu.toml on DEVICE with each path,
@@ -126,21 +127,23 @@ step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,
 
 section "2. training step, batch 512"
 step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
-step 25 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
+echo "-- the same step with burn's direct convolutions instead of matrix products over rows (the default on a GPU)"
+step 25 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions direct
+step 20 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
 echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
-step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
+step 35 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
   "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
 python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
 echo "-- the host's cost of a launch: the same network with 16 channels at batch 1, whose kernels have almost"
-echo "   nothing to do, so a step is the host issuing its kernels (about 1,270: a kernel costs the step's ms x 1000 / 1,270 us)"
+echo "   nothing to do, so a step is the host issuing its kernels (about 1,150: a kernel costs the step's ms x 1000 / 1,150 us)"
 step 20 "$BIN" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 3
 if [ -n "$FUSED" ]; then
   echo "-- the same step with burn's kernel fusion (--features wgpu-fusion)"
   step 35 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
-  step 40 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
+  step 35 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
     "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
   python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train-fused.log" --top 6 || echo "(no profile)"
-  echo "-- the host's cost of a step of nearly empty kernels with fusion (about 870 kernels)"
+  echo "-- the host's cost of a step of nearly empty kernels with fusion"
   step 15 "$FUSED" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 2
 else
   echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured)"
@@ -148,7 +151,7 @@ fi
 
 section "3. self-play with the shipped weights"
 for PATH_KIND in wgsl burn; do
-  step 45 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
+  step 40 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
     --games 1024 --max-seconds 25 --seconds 1
 done
 step 30 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 20 --seconds 1

@@ -26,6 +26,7 @@ use burn::module::Module;
 use burn::tensor::activation::softmax;
 
 use crate::model::{Outputs, TakNet};
+use crate::rows::Convolutions;
 use crate::train::encode_batch;
 
 /// Why [`Heads::evaluate`] refused positions.
@@ -108,7 +109,7 @@ impl Heads {
         }
         let net = self.lock();
         let x = encode_batch(positions.iter().copied(), net.input_version(), self.size, &net.device());
-        let out = net.forward_all(x, Outputs::All);
+        let out = net.forward_with(x, Outputs::All, Convolutions::Auto);
         let floats = |t: burn::prelude::Tensor<2>| t.into_data().try_into_vec::<f32>().expect("f32 outputs");
         let values = floats(out.value);
         let wdl = out.wdl.map(|z| floats(softmax(z, 1)));
@@ -157,7 +158,7 @@ pub fn compare_devices(
     let moved = model.clone().to_device(other);
     let outputs = |net: &TakNet| {
         let x = encode_batch(positions.iter().copied(), net.input_version(), size, &net.device());
-        let o = net.forward_all(x, Outputs::All);
+        let o = net.forward_with(x, Outputs::All, Convolutions::Auto);
         let floats = |t: burn::prelude::Tensor<2>| t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32");
         [
             ("policy", Some(floats(o.policy))),

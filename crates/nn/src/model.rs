@@ -447,9 +447,11 @@ impl TakNet {
         self.stem.weight.val().device()
     }
 
-    /// Policy logits and values.
+    /// Policy logits and values, computed the way [`crate::rows::Convolutions::Auto`]
+    /// picks on the network's device (burn's `conv2d` on the CPU, matrix products over
+    /// rows on a GPU).
     pub fn forward(&self, x: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
-        let out = self.forward_all(x, Outputs::PolicyValue);
+        let out = self.forward_with(x, Outputs::PolicyValue, crate::rows::Convolutions::Auto);
         (out.policy, out.value)
     }
 
