@@ -117,10 +117,16 @@ pub fn pool_size_scale(n: usize) -> f32 {
 /// order: all means, then all scaled means, then all maxima).
 pub fn global_pool(x: Tensor<4>) -> Tensor<2> {
     let [b, c, h, w] = x.dims();
-    let flat: Tensor<3> = x.reshape([b, c, h * w]);
-    let mean: Tensor<2> = flat.clone().mean_dim(2).reshape([b, c]);
-    let max: Tensor<2> = flat.max_dim(2).reshape([b, c]);
-    let scaled = mean.clone().mul_scalar(pool_size_scale(h));
+    pool_over(x.reshape([b, c, h * w]), 2, h)
+}
+
+/// [`global_pool`] of `flat` (`[B, ·, ·]`, the board's squares along `dim` (1 or 2) and the
+/// channels along the other) on an `n`x`n` board: `[B, 3C]`.
+pub(crate) fn pool_over(flat: Tensor<3>, dim: usize, n: usize) -> Tensor<2> {
+    let [b, ..] = flat.dims();
+    let mean: Tensor<2> = flat.clone().mean_dim(dim).reshape([b as i32, -1]);
+    let max: Tensor<2> = flat.max_dim(dim).reshape([b as i32, -1]);
+    let scaled = mean.clone().mul_scalar(pool_size_scale(n));
     Tensor::cat(vec![mean, scaled, max], 1)
 }
 
@@ -466,19 +472,7 @@ impl TakNet {
         }
         let p = relu(self.policy_bn.forward(self.policy_conv.forward(h.clone())));
         let aux = aux && self.aux();
-        let (logits, opponent_policy) = match (&self.policy_fc, &self.policy_out) {
-            (Some(fc), _) => {
-                let p: Tensor<2> = p.reshape([b as i32, -1]);
-                let opponent = self.opponent_policy_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(p.clone()));
-                (fc.forward(p), opponent)
-            }
-            (None, Some(out)) => {
-                let opponent =
-                    self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square_logits(o, p.clone()));
-                (per_square_logits(out, p), opponent)
-            }
-            (None, None) => unreachable!("a network has a policy head"),
-        };
+        let (logits, opponent_policy) = self.policy_outputs(p, aux, |p| p.reshape([b as i32, -1]), per_square_logits);
         let ownership = self.ownership_conv.as_ref().filter(|_| aux).map(|conv| {
             let o: Tensor<2> = conv.forward(h.clone()).reshape([b as i32, -1]);
             tanh(o)
@@ -490,6 +484,31 @@ impl TakNet {
         };
         let (value, wdl, flat_margin) = self.value_outputs(v, aux);
         NetOutput { policy: logits, value, wdl, flat_margin, ownership, opponent_policy }
+    }
+
+    /// The policy head after its first layer: the logits and (with `aux`) the opponent's,
+    /// from the features `p` through the dense layers (`flatten`: `p` as `[B, features]`
+    /// in the channels-first order) or the per-square ones (`per_square`: a last layer's
+    /// logits in the policy index order), whichever the network has.
+    pub(crate) fn policy_outputs<P: Clone>(
+        &self,
+        p: P,
+        aux: bool,
+        flatten: impl Fn(P) -> Tensor<2>,
+        per_square: impl Fn(&Conv2d, P) -> Tensor<2>,
+    ) -> (Tensor<2>, Option<Tensor<2>>) {
+        match (&self.policy_fc, &self.policy_out) {
+            (Some(fc), _) => {
+                let p = flatten(p);
+                let opponent = self.opponent_policy_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(p.clone()));
+                (fc.forward(p), opponent)
+            }
+            (None, Some(out)) => {
+                let opponent = self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square(o, p.clone()));
+                (per_square(out, p), opponent)
+            }
+            (None, None) => unreachable!("a network has a policy head"),
+        }
     }
 
     /// The value head after its pooling or flattening: the value, the WDL logits (with

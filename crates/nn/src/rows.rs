@@ -30,7 +30,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{relu, tanh};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NetOutput, Outputs, ResBlock, TakNet, ValueHead, pool_size_scale};
+use crate::model::{NetOutput, Outputs, ResBlock, TakNet, ValueHead, pool_over};
 
 /// How a training step computes the network's convolutions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,15 +65,20 @@ impl Convolutions {
     }
 }
 
-impl std::str::FromStr for Convolutions {
-    type Err = String;
+/// A name that is not a [`Convolutions`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown convolutions {0:?} (use auto, direct or matmul)")]
+pub struct UnknownConvolutions(pub String);
 
-    fn from_str(s: &str) -> Result<Convolutions, String> {
+impl std::str::FromStr for Convolutions {
+    type Err = UnknownConvolutions;
+
+    fn from_str(s: &str) -> Result<Convolutions, UnknownConvolutions> {
         match s {
             "auto" => Ok(Convolutions::Auto),
             "direct" => Ok(Convolutions::Direct),
             "matmul" => Ok(Convolutions::Matmul),
-            other => Err(format!("unknown convolutions '{other}' (expected auto, direct or matmul)")),
+            other => Err(UnknownConvolutions(other.to_string())),
         }
     }
 }
@@ -153,12 +158,7 @@ fn conv(conv: &Conv2d, x: Rows, shift: &Tensor<3>) -> Rows {
 
 /// [`crate::model::global_pool`] of the rows: `[B, 3C]`.
 fn global_pool(x: &Rows, n: usize) -> Tensor<2> {
-    let flat = x.per_position();
-    let c = x.channels();
-    let mean: Tensor<2> = flat.clone().mean_dim(1).reshape([x.positions, c]);
-    let max: Tensor<2> = flat.max_dim(1).reshape([x.positions, c]);
-    let scaled = mean.clone().mul_scalar(pool_size_scale(n));
-    Tensor::cat(vec![mean, scaled, max], 1)
+    pool_over(x.per_position(), 1, n)
 }
 
 fn block(b: &ResBlock, x: Rows, shift: &Tensor<3>, n: usize) -> Rows {
@@ -201,19 +201,8 @@ impl TakNet {
         }
         let p = conv(&self.policy_conv, h.clone(), &shift).map(|t| relu(self.policy_bn.forward(t)));
         let aux = outputs == Outputs::All && self.aux();
-        let (logits, opponent_policy) = match (&self.policy_fc, &self.policy_out) {
-            (Some(fc), _) => {
-                let p = p.flatten_planes();
-                let opponent = self.opponent_policy_fc.as_ref().filter(|_| aux).map(|fc| fc.forward(p.clone()));
-                (fc.forward(p), opponent)
-            }
-            (None, Some(out)) => {
-                let opponent =
-                    self.opponent_policy_out.as_ref().filter(|_| aux).map(|o| per_square_logits(o, p.clone(), &shift));
-                (per_square_logits(out, p, &shift), opponent)
-            }
-            (None, None) => unreachable!("a network has a policy head"),
-        };
+        let (logits, opponent_policy) =
+            self.policy_outputs(p, aux, |p| p.flatten_planes(), |out, p| per_square_logits(out, p, &shift));
         let ownership = self
             .ownership_conv
             .as_ref()
