@@ -123,7 +123,8 @@ fi
 step 30 "$BIN" devices
 
 section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
-step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu
+step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu \
+  --arithmetic f32,tensor
 
 section "2. training step, batch 512"
 step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
@@ -172,6 +173,8 @@ MEASURED="$TMP/measured.log"
 section "summary (issue 41's bars: forward >= 400k positions/s at batch >= 1,024, every head within 1e-3; training >= 30k samples/s at batch 512; self-play >= 150k evals/s)"
 echo "-- forward, positions/s (columns: size net batch fast burn wgsl wgsl-x2):"
 grep -E '^[0-9]+x[0-9]+ +[^ ]+ +(1024|4096) +[0-9]+ ' "$MEASURED" | grep -v 'priors\|logits' || echo "(no forward figures)"
+echo "-- the wgsl kernels by the trunk's arithmetic (f32: shader multiply-adds; tensor: cooperative matrices):"
+grep -E '^[0-9]+x[0-9]+ +[^ ]+ +([0-9]+|-) +(f32|f16-pairs|tensor) ' "$MEASURED" || echo "(none printed)"
 echo "-- head differences:"
 grep -E 'within 1e-3|ABOVE 1e-3' "$MEASURED" || echo "(none printed)"
 echo "-- training and self-play:"

@@ -88,6 +88,12 @@ pub struct NnArgs {
     /// positions: the largest difference per head (the wgpu tests' bound is 1e-3).
     #[arg(long)]
     pub compare_cpu: bool,
+    /// The arithmetics of the WGSL kernels' trunk to measure side by side, after the main
+    /// table (`f32`, `f16-pairs`: the tensor kernel's operands in shader arithmetic,
+    /// `tensor`: cooperative matrices); by default every one the adapter runs. The main table's `wgsl` column
+    /// is the one `auto` chooses.
+    #[arg(long, value_delimiter = ',')]
+    pub arithmetic: Vec<bredon_nn::Arithmetic>,
 }
 
 /// Arguments of `bredon bench selfplay`.
@@ -341,6 +347,8 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
             }
         }
     }
+    #[cfg(feature = "wgpu")]
+    let arithmetics = if kinds.contains(&InferenceKind::Wgsl) { wgsl_arithmetics(args, &models)? } else { Vec::new() };
     if !breakdown.is_empty() {
         println!(
             "# on {}, one pass phase by phase (the device synchronised after each; ms per pass): burn reading back \
@@ -398,19 +406,69 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
             }
             println!(" -> {}", if worst <= 1e-3 { "within 1e-3" } else { "ABOVE 1e-3" });
             if kinds.contains(&InferenceKind::Wgsl) {
-                compare_wgsl(model, meta.size, &refs);
+                let fast = Engine::new(model.clone(), meta.size, InferenceKind::Fast);
+                compare_wgsl(&fast, &Engine::new(model.clone(), meta.size, InferenceKind::Wgsl), "", meta.size, &refs);
+                #[cfg(feature = "wgpu")]
+                for (_, arithmetic, engine) in arithmetics.iter().filter(|(m, ..)| *m == meta.net.name()) {
+                    compare_wgsl(&fast, engine, arithmetic.name(), meta.size, &refs);
+                }
             }
         }
     }
     Ok(())
 }
 
+/// The WGSL kernels in each arithmetic of `args.arithmetic` (by default every one the
+/// adapter runs), side by side: positions/s at each batch, one pass at a time and two in
+/// flight. Returns the networks built, for `--compare-cpu`.
+#[cfg(feature = "wgpu")]
+fn wgsl_arithmetics(
+    args: &NnArgs,
+    models: &[(TakNet, bredon_nn::ModelMeta)],
+) -> Result<Vec<(String, bredon_nn::Arithmetic, Engine)>> {
+    use bredon_nn::Arithmetic;
+    use bredon_nn::wgsl::WgslNet;
+    let list = if args.arithmetic.is_empty() { Arithmetic::ALL.to_vec() } else { args.arithmetic.clone() };
+    let mut built = Vec::new();
+    println!(
+        "# the wgsl kernels by the arithmetic of the trunk (positions/s, priors on the device; x2: two passes in flight):"
+    );
+    println!("{:<6} {:<18} {:>6} {:>10} {:>12} {:>12}", "size", "net", "batch", "arithmetic", "wgsl/s", "wgsl x2/s");
+    for (model, meta) in models {
+        let size = meta.size;
+        let auto = WgslNet::for_model(model, size)?.arithmetic();
+        let positions = sample_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
+        for &a in &list {
+            let net = match WgslNet::for_model_with(model, size, Some(a)) {
+                Ok(net) => net,
+                Err(e @ bredon_nn::wgsl::WgslError::NotOnAdapter { .. }) => {
+                    let at = format!("{size}x{size}");
+                    println!("{at:<6} {:<18} {:>6} {:>10}   ({e})", meta.net.name(), "-", a.name());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let engine = Engine::Wgsl(Box::new(net));
+            let Engine::Wgsl(net) = &engine else { unreachable!("a wgsl engine") };
+            for &batch in &args.batches {
+                let x1 = forward_rate(&engine, &positions, batch, args.seconds);
+                let x2 = pipelined_rate(net, &positions, batch, args.seconds)?;
+                let chosen = if a == auto { "   (auto)" } else { "" };
+                let at = format!("{size}x{size}");
+                println!("{at:<6} {:<18} {batch:>6} {:>10} {x1:>12.0} {x2:>12.0}{chosen}", meta.net.name(), a.name());
+            }
+            built.push((meta.net.name(), a, engine));
+        }
+    }
+    Ok(built)
+}
+
 /// The WGSL kernels' outputs against the CPU's fast path on `positions`: the largest
 /// difference (relative above 1) of every policy logit, the value, the draw probability
 /// and the flat margin.
-fn compare_wgsl(model: &TakNet, size: usize, positions: &[&Position]) {
-    let fast = Engine::new(model.clone(), size, InferenceKind::Fast).forward_wdl(positions);
-    let gpu = Engine::new(model.clone(), size, InferenceKind::Wgsl).forward_wdl(positions);
+fn compare_wgsl(fast: &Engine, wgsl: &Engine, arithmetic: &str, size: usize, positions: &[&Position]) {
+    let fast = fast.forward_wdl(positions);
+    let gpu = wgsl.forward_wdl(positions);
     let worst =
         |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0.0f32, f32::max);
     let mut heads = vec![("policy", worst(&fast.logits, &gpu.logits)), ("value", worst(&fast.values, &gpu.values))];
@@ -420,7 +478,8 @@ fn compare_wgsl(model: &TakNet, size: usize, positions: &[&Position]) {
     if let (Some(a), Some(b)) = (&fast.margins, &gpu.margins) {
         heads.push(("margin", worst(a, b)));
     }
-    print!("{size}x{size} wgsl against the fast path:");
+    let name = if arithmetic.is_empty() { String::new() } else { format!(" {arithmetic}") };
+    print!("{size}x{size} wgsl{name} against the fast path:");
     for (head, d) in &heads {
         print!(" {head} {d:.1e}");
     }

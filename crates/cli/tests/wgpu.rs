@@ -166,3 +166,43 @@ fn bench_train_prints_each_phase_of_a_step_on_the_device() {
         }
     }
 }
+
+/// `bench nn` on the device measures the WGSL kernels in each asked-for arithmetic of the
+/// trunk side by side, says which one `auto` chose, names the one the adapter lacks
+/// (lavapipe has no cooperative matrices), and `--compare-cpu` holds each to the fast path.
+#[test]
+fn bench_nn_measures_the_wgsl_kernels_in_each_arithmetic() {
+    let (out, _) = checked(bredon().args([
+        "--device",
+        "wgpu",
+        "bench",
+        "nn",
+        "--sizes",
+        "4",
+        "--blocks",
+        "1",
+        "--channels",
+        "16",
+        "--batches",
+        "8",
+        "--seconds",
+        "0",
+        "--arithmetic",
+        "f32,f16-pairs,tensor",
+        "--compare-cpu",
+    ]));
+    let row = |a: &str| out.lines().find(|l| l.starts_with("4x4 ") && l.split_whitespace().nth(3) == Some(a));
+    for a in ["f32", "f16-pairs"] {
+        let line = row(a).unwrap_or_else(|| panic!("no {a} row in:\n{out}"));
+        let rates: Vec<f64> = line.split_whitespace().skip(4).take(2).map(|w| w.parse().unwrap()).collect();
+        assert!(rates.len() == 2 && rates.iter().all(|&r| r > 0.0), "{line}");
+        let compared = out.lines().find(|l| l.starts_with(&format!("4x4 wgsl {a} against the fast path:")));
+        assert!(compared.is_some_and(|l| l.ends_with("within 1e-3")), "{a}: {out}");
+    }
+    assert!(row("f32").unwrap().ends_with("(auto)"), "{out}");
+    let tensor = row("tensor").unwrap_or_else(|| panic!("no tensor row in:\n{out}"));
+    assert!(tensor.contains("is not on this adapter: the adapter has no cooperative matrices"), "{tensor}");
+    let bad = bredon().args(["bench", "nn", "--arithmetic", "bf16"]).output().unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains("unknown arithmetic \"bf16\""), "{err}");
+}

@@ -43,7 +43,7 @@ pub mod wgsl;
 pub use checkpoint::{ModelMeta, export_model, load_exported, load_model, save_model};
 pub use error::{ModelError, OnnxError};
 pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};
-pub use inference::{InferenceKind, InferenceService, NetEvaluator, PassTimes, ServiceTimes};
+pub use inference::{Arithmetic, InferenceKind, InferenceService, NetEvaluator, PassTimes, ServiceTimes};
 pub use model::{NetConfig, Outputs, PolicyHead, TakNet, TransferReport, ValueHead};
 pub use rows::Convolutions;
 pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, StepPhase, TrainError, TrainExample, Trainer};

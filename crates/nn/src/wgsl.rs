@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::encoding::{encode, input_len, planes};
 use crate::folded::{FoldedNet, Matrix};
+pub use crate::inference::Arithmetic;
 use crate::model::{TakNet, pool_size_scale};
 use crate::policy::{move_to_index, policy_size};
 
@@ -40,9 +41,91 @@ pub enum WgslError {
     /// The network is outside what the kernels run.
     #[error("the wgsl forward pass does not run this network: {0}")]
     Unsupported(String),
+    /// The adapter does not run the asked-for [`Arithmetic`].
+    #[error("the wgsl kernels' {arithmetic} arithmetic is not on this adapter: {why}")]
+    NotOnAdapter {
+        /// The arithmetic's name.
+        arithmetic: &'static str,
+        /// What the adapter lacks.
+        why: String,
+    },
     /// The device failed while running or reading back a pass.
     #[error("the wgsl forward pass failed on the device: {0}")]
     Execution(String),
+}
+
+impl Arithmetic {
+    /// Whether `adapter` runs this arithmetic, and if not why not.
+    pub fn check(self, adapter: &wgpu::Adapter) -> Result<(), WgslError> {
+        let features = adapter.features();
+        let missing = |what: &str| Err(WgslError::NotOnAdapter { arithmetic: self.name(), why: what.to_string() });
+        if self != Arithmetic::F32 && !features.contains(wgpu::Features::SHADER_F16) {
+            return missing("the adapter has no shader-f16");
+        }
+        if self == Arithmetic::Tensor {
+            if !features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+                return missing("the adapter has no cooperative matrices");
+            }
+            let fits = adapter.cooperative_matrix_properties().iter().any(|c| {
+                (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+                    && c.ab_type == wgpu::CooperativeScalarType::F16
+                    && c.cr_type == wgpu::CooperativeScalarType::F32
+            });
+            if !fits {
+                return missing("the adapter has no 16x16x16 cooperative matrices of f16 with f32 sums");
+            }
+            let shared = adapter.limits().max_compute_workgroup_storage_size;
+            if shared < COOP_WORKGROUP_BYTES {
+                return missing(&format!(
+                    "{shared} bytes of workgroup memory (the kernel needs {COOP_WORKGROUP_BYTES})"
+                ));
+            }
+            let info = adapter.get_info();
+            if (info.subgroup_min_size, info.subgroup_max_size) != (32, 32) {
+                return missing(&format!(
+                    "subgroups of {} to {} lanes (the kernel needs exactly 32)",
+                    info.subgroup_min_size, info.subgroup_max_size
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The features a device needs for this arithmetic.
+    fn features(self) -> wgpu::Features {
+        match self {
+            Arithmetic::F32 => wgpu::Features::empty(),
+            Arithmetic::F16Pairs => wgpu::Features::SHADER_F16,
+            Arithmetic::Tensor => wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        }
+    }
+
+    /// The trunk kernel's source and the output rows of its workgroup.
+    fn trunk_kernel(self) -> (String, u32) {
+        let shader = |operand: &str| {
+            [
+                operand,
+                include_str!("wgsl/gemm_vec4.wgsl"),
+                include_str!("wgsl/gemm_common.wgsl"),
+                include_str!("wgsl/gemm.wgsl"),
+            ]
+            .concat()
+        };
+        match self {
+            Arithmetic::F32 => (shader(include_str!("wgsl/operand_f32.wgsl")), TILE_M),
+            Arithmetic::F16Pairs => (shader(include_str!("wgsl/operand_f16.wgsl")), TILE_M),
+            Arithmetic::Tensor => (
+                [
+                    include_str!("wgsl/coop_enable.wgsl"),
+                    include_str!("wgsl/gemm_vec4.wgsl"),
+                    include_str!("wgsl/gemm_common.wgsl"),
+                    include_str!("wgsl/gemm_coop.wgsl"),
+                ]
+                .concat(),
+                COOP_TILE_M,
+            ),
+        }
+    }
 }
 
 /// What one pass sends back per position.
@@ -176,6 +259,8 @@ struct Pipelines {
     /// ([`Pipelines::gemm_for`]).
     gemm: wgpu::ComputePipeline,
     gemm4: wgpu::ComputePipeline,
+    /// Output rows of a `gemm4` workgroup (128, or 32 on cooperative matrices).
+    gemm4_rows: u32,
     gpool: wgpu::ComputePipeline,
     vpool: wgpu::ComputePipeline,
     value: wgpu::ComputePipeline,
@@ -183,10 +268,15 @@ struct Pipelines {
 }
 
 impl Pipelines {
-    /// The matrix kernel for `g` with `n` columns: vector loads when its K segment, input
-    /// stride and column, and column count are all multiples of 4 (the trunk's layers).
-    fn gemm_for(&self, g: &GemmOp, n: u32) -> &wgpu::ComputePipeline {
-        if [g.seg, g.a_stride, g.a_col, n].iter().all(|x| x % 4 == 0) { &self.gemm4 } else { &self.gemm }
+    /// The matrix kernel for `g` with `n` columns and the output rows of its workgroup:
+    /// vector loads (and the network's [`Arithmetic`]) when its K segment, input stride and
+    /// column, and column count are all multiples of 4 (the trunk's layers).
+    fn gemm_for(&self, g: &GemmOp, n: u32) -> (&wgpu::ComputePipeline, u32) {
+        if [g.seg, g.a_stride, g.a_col, n].iter().all(|x| x % 4 == 0) {
+            (&self.gemm4, self.gemm4_rows)
+        } else {
+            (&self.gemm, TILE_M)
+        }
     }
 }
 
@@ -205,6 +295,16 @@ const PARAM_SLOT: u64 = 512;
 const SMALL_GROUP: u32 = 64;
 const TILE_M: u32 = 128;
 const TILE_N: u32 = 64;
+/// Output rows of a workgroup of the cooperative-matrix kernel (`wgsl/gemm_coop.wgsl`).
+const COOP_TILE_M: u32 = 32;
+/// Its workgroup memory: the pairs of half-precision tiles of A (32 x 32) and B (32 x 64),
+/// and the 32 x 64 single-precision block of results.
+const COOP_WORKGROUP_BYTES: u32 = 2 * 2 * (32 * 32 + 32 * 64) + 4 * 32 * 64;
+/// How far from single precision's the priors and values of cooperative matrices may be
+/// for [`WgslNet::new`] to choose them: the bound every output of the kernels is held to
+/// (with their operands in pairs of halves, lavapipe measures about 1e-5 on the shipped
+/// networks' heads, docs/gpu.md).
+pub const TENSOR_TOLERANCE: f32 = 1e-3;
 /// Most taps of a matrix kernel (`array<vec4<i32>, 16>`), so boards up to 8x8.
 const MAX_TAPS: usize = 64;
 /// Most channels global pooling reads (`pooled: array<f32, 192>`).
@@ -238,6 +338,7 @@ pub struct WgslNet {
     device: wgpu::Device,
     queue: wgpu::Queue,
     adapter: String,
+    arithmetic: Arithmetic,
     shape: Shape,
     pipelines: Pipelines,
     matrices: Vec<DeviceMatrix>,
@@ -317,12 +418,92 @@ impl WgslNet {
     /// `model` for boards of `size` on the wgpu adapter its device is (or the preferred
     /// one when the model is on the CPU).
     pub fn for_model(model: &TakNet, size: usize) -> Result<WgslNet, WgslError> {
-        let adapter = adapter_for(&model.device())?;
-        WgslNet::new(&FoldedNet::from_model(model, size), &adapter)
+        WgslNet::for_model_with(model, size, None)
     }
 
-    /// The folded network `net` on `adapter`.
+    /// [`WgslNet::for_model`] in `arithmetic`, or with `None` the best the adapter runs
+    /// ([`WgslNet::new`]).
+    pub fn for_model_with(model: &TakNet, size: usize, arithmetic: Option<Arithmetic>) -> Result<WgslNet, WgslError> {
+        let adapter = adapter_for(&model.device())?;
+        let net = FoldedNet::from_model(model, size);
+        match arithmetic {
+            Some(a) => WgslNet::with_arithmetic(&net, &adapter, a),
+            None => WgslNet::new(&net, &adapter),
+        }
+    }
+
+    /// The folded network `net` on `adapter`, on cooperative matrices where the adapter
+    /// has them and they give what single precision gives on a set of positions (priors
+    /// and values within [`TENSOR_TOLERANCE`]), else in single precision (a warning says
+    /// why, when the adapter has them but they disagree).
     pub fn new(net: &FoldedNet, adapter: &wgpu::Adapter) -> Result<WgslNet, WgslError> {
+        let f32 = WgslNet::with_arithmetic(net, adapter, Arithmetic::F32)?;
+        if Arithmetic::Tensor.check(adapter).is_err() {
+            return Ok(f32);
+        }
+        let tensor = WgslNet::with_arithmetic(net, adapter, Arithmetic::Tensor)?;
+        match tensor.agrees_with(&f32) {
+            Ok(()) => Ok(tensor),
+            Err(why) => {
+                eprintln!("bredon: the cooperative-matrix kernels on {} {why}; using single precision", f32.adapter);
+                Ok(f32)
+            }
+        }
+    }
+
+    /// Whether this net's priors and values are those of `reference` (the same weights in
+    /// another arithmetic) within [`TENSOR_TOLERANCE`] on positions of random play.
+    fn agrees_with(&self, reference: &WgslNet) -> Result<(), String> {
+        use rand::{Rng, SeedableRng};
+        let n = self.shape.n;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+        let mut positions = Vec::new();
+        while positions.len() < 64 {
+            let mut pos = Position::new(n).map_err(|e| e.to_string())?;
+            for _ in 0..rng.random_range(0..2 * n * n) {
+                let moves = pos.legal_moves();
+                if pos.result().is_some() || moves.is_empty() {
+                    break;
+                }
+                let m = moves[rng.random_range(0..moves.len())];
+                if pos.play(m).is_err() {
+                    break;
+                }
+            }
+            if pos.result().is_none() {
+                positions.push(pos);
+            }
+        }
+        let refs: Vec<&Position> = positions.iter().collect();
+        let legal: Vec<Vec<Move>> = positions.iter().map(|p| p.legal_moves()).collect();
+        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_slice()).collect();
+        let (a, b) = (
+            self.evaluate(&refs, &legal).map_err(|e| e.to_string())?,
+            reference.evaluate(&refs, &legal).map_err(|e| e.to_string())?,
+        );
+        let worst = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+        let values = worst(&a.values, &b.values);
+        let priors = a.policy.iter().zip(&b.policy).map(|(x, y)| worst(x, y)).fold(0.0f32, f32::max);
+        if values.is_finite() && priors.is_finite() && values <= TENSOR_TOLERANCE && priors <= TENSOR_TOLERANCE {
+            Ok(())
+        } else {
+            Err(format!("give values {values} and priors {priors} away from single precision's"))
+        }
+    }
+
+    /// The arithmetic of the trunk's kernels.
+    pub fn arithmetic(&self) -> Arithmetic {
+        self.arithmetic
+    }
+
+    /// The folded network `net` on `adapter`, its trunk in `arithmetic` (an error where
+    /// the adapter does not run it).
+    pub fn with_arithmetic(
+        net: &FoldedNet,
+        adapter: &wgpu::Adapter,
+        arithmetic: Arithmetic,
+    ) -> Result<WgslNet, WgslError> {
+        arithmetic.check(adapter)?;
         let c = &net.config;
         let n = net.size();
         let area = n * n;
@@ -354,9 +535,20 @@ impl WgslNet {
             return Err(WgslError::Unsupported(format!("{} value outputs", shape.outs)));
         }
         let info = adapter.get_info();
+        let required_features = arithmetic.features();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("bredon wgsl"),
+            required_features,
             required_limits: adapter.limits(),
+            // SAFETY: cooperative matrices are one of wgpu's experimental features, asked for
+            // only where the adapter reports them (`Arithmetic::check`); the kernel that
+            // uses them is checked against single precision before it is chosen
+            // (`WgslNet::new`) and by the tests and `bench nn --compare-cpu` on a real GPU.
+            experimental_features: if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            },
             ..Default::default()
         }))
         .map_err(|e| WgslError::Device(e.to_string()))?;
@@ -386,9 +578,19 @@ impl WgslNet {
                 cache: None,
             })
         };
+        let trunk = arithmetic.trunk_kernel();
         let pipelines = Pipelines {
-            gemm: pipeline("gemm", concat!(include_str!("wgsl/gemm_scalar.wgsl"), include_str!("wgsl/gemm.wgsl"))),
-            gemm4: pipeline("gemm4", concat!(include_str!("wgsl/gemm_vec4.wgsl"), include_str!("wgsl/gemm.wgsl"))),
+            gemm: pipeline(
+                "gemm",
+                concat!(
+                    include_str!("wgsl/operand_f32.wgsl"),
+                    include_str!("wgsl/gemm_scalar.wgsl"),
+                    include_str!("wgsl/gemm_common.wgsl"),
+                    include_str!("wgsl/gemm.wgsl")
+                ),
+            ),
+            gemm4: pipeline("gemm4", &trunk.0),
+            gemm4_rows: trunk.1,
             gpool: pipeline("gpool", include_str!("wgsl/gpool.wgsl")),
             vpool: pipeline("vpool", include_str!("wgsl/vpool.wgsl")),
             value: pipeline("value", include_str!("wgsl/value.wgsl")),
@@ -518,6 +720,7 @@ impl WgslNet {
             margin_bias,
             pool_scale: pool_size_scale(n),
             adapter: format!("{} ({:?})", info.name, info.backend),
+            arithmetic,
             device,
             queue,
             shape,
@@ -706,7 +909,8 @@ impl WgslNet {
                     Op::Gemm(g) => {
                         let m = b as u32 * g.rows_per_position;
                         let n = self.matrices[g.matrix].n;
-                        (self.pipelines.gemm_for(g, n), (m.div_ceil(TILE_M), n.div_ceil(TILE_N)))
+                        let (pipeline, rows) = self.pipelines.gemm_for(g, n);
+                        (pipeline, (m.div_ceil(rows), n.div_ceil(TILE_N)))
                     }
                     Op::Gpool(_) => (&self.pipelines.gpool, (b as u32, 1)),
                     Op::VPool => (&self.pipelines.vpool, (b as u32, 1)),
@@ -857,7 +1061,7 @@ impl WgslNet {
             Op::Gemm(g) => {
                 let m = &self.matrices[g.matrix];
                 (
-                    self.pipelines.gemm_for(g, m.n),
+                    self.pipelines.gemm_for(g, m.n).0,
                     vec![set.act(g.a), rows(g.a_rows), &m.w, &m.bias, set.act(g.out), rows(g.out_rows)],
                 )
             }
@@ -935,5 +1139,71 @@ impl Ticket<'_> {
             t.convert = clock.elapsed();
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wgpu::naga;
+
+    /// `source` parsed, validated with every capability and written as SPIR-V 1.6, as
+    /// wgpu does on a Vulkan device that has the features the kernel enables.
+    fn spirv(what: &str, source: &str) -> Vec<u32> {
+        let module =
+            naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+        let options = naga::back::spv::Options { lang_version: (1, 6), ..Default::default() };
+        naga::back::spv::write_vec(&module, &info, &options, None).unwrap_or_else(|e| panic!("{what}: {e}"))
+    }
+
+    /// Lavapipe has no cooperative matrices, so the tests that run kernels never compile
+    /// this one: here naga (wgpu's shader compiler) checks that every trunk kernel is
+    /// valid WGSL and becomes SPIR-V, the cooperative-matrix one with its matrix loads,
+    /// products and stores.
+    #[test]
+    fn every_trunk_kernel_compiles_to_spirv() {
+        for a in Arithmetic::ALL {
+            let (source, rows) = a.trunk_kernel();
+            let words = spirv(a.name(), &source);
+            assert!(words.len() > 100, "{}: {} words of SPIR-V", a.name(), words.len());
+            assert_eq!(rows, if a == Arithmetic::Tensor { COOP_TILE_M } else { TILE_M });
+        }
+        // SPIR-V's opcodes for the cooperative matrices' load, store and product
+        // (SPV_KHR_cooperative_matrix: 4457, 4458, 4459); none in the shader-arithmetic kernels.
+        let opcodes = |a: Arithmetic| -> std::collections::HashSet<u32> {
+            let words = spirv(a.name(), &a.trunk_kernel().0);
+            let mut ops = std::collections::HashSet::new();
+            let mut at = 5;
+            while at < words.len() {
+                ops.insert(words[at] & 0xffff);
+                at += (words[at] >> 16).max(1) as usize;
+            }
+            ops
+        };
+        let coop = opcodes(Arithmetic::Tensor);
+        for op in [4457, 4458, 4459] {
+            assert!(coop.contains(&op), "the cooperative-matrix kernel has no opcode {op}");
+            assert!(!opcodes(Arithmetic::F32).contains(&op));
+        }
+        let scalar = concat!(
+            include_str!("wgsl/operand_f32.wgsl"),
+            include_str!("wgsl/gemm_scalar.wgsl"),
+            include_str!("wgsl/gemm_common.wgsl"),
+            include_str!("wgsl/gemm.wgsl")
+        );
+        spirv("scalar", scalar);
+    }
+
+    #[test]
+    fn arithmetic_names_parse_back() {
+        for a in Arithmetic::ALL {
+            assert_eq!(a.name().parse::<Arithmetic>(), Ok(a));
+        }
+        assert_eq!(" Tensor ".parse::<Arithmetic>(), Ok(Arithmetic::Tensor));
+        let e = "bf16".parse::<Arithmetic>().unwrap_err();
+        assert!(e.to_string().contains("\"bf16\"") && e.to_string().contains("f32, f16-pairs or tensor"), "{e}");
     }
 }

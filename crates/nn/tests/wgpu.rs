@@ -132,10 +132,25 @@ fn training_steps_on_wgpu_follow_the_cpu() {
 /// Bredon's WGSL kernels against the CPU's fast path on `positions`, batch by batch: every
 /// policy logit, the priors over the legal moves, value, draw probability and margin.
 fn assert_wgsl_agrees(model: &TakNet, positions: &[Position], size: usize, batches: &[usize], what: &str) {
+    assert_wgsl_agrees_in(None, model, positions, size, batches, what)
+}
+
+/// [`assert_wgsl_agrees`] with the trunk in `arithmetic` (`None`: what `auto` chooses).
+fn assert_wgsl_agrees_in(
+    arithmetic: Option<bredon_nn::Arithmetic>,
+    model: &TakNet,
+    positions: &[Position],
+    size: usize,
+    batches: &[usize],
+    what: &str,
+) {
     use bredon_nn::fast::{FastNet, Scalars};
     use bredon_nn::wgsl::WgslNet;
     let fast = FastNet::from_model(model, size);
-    let gpu = WgslNet::for_model(model, size).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let gpu = WgslNet::for_model_with(model, size, arithmetic).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(a) = arithmetic {
+        assert_eq!(gpu.arithmetic(), a, "{what}");
+    }
     assert!(gpu.max_batch() >= 2048, "{what}: the adapter's buffers take only {} positions a pass", gpu.max_batch());
     let close = |a: f32, b: f32| (a - b).abs() <= 1e-3 * a.abs().max(1.0);
     let mut at = 0;
@@ -218,6 +233,41 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     let positions = played_positions(5, 120, 51);
     let model = with_random_tensors(&trained(&cfg, &positions, 5), &cfg, &["gpool"], 0.3, 9);
     assert_wgsl_agrees(&model, &positions, 5, &[2, 65, 33], "dense-head 5x5");
+}
+
+/// The tensor kernel's operands (each a pair of half-precision numbers) in the shader's
+/// arithmetic keep every output within the bound single precision is held to, on the
+/// shipped networks and a dense-head one; on an adapter without cooperative matrices
+/// (lavapipe) the tensor kernel is a clear error and `auto` runs single precision.
+#[test]
+fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
+    use bredon_nn::Arithmetic;
+    use bredon_nn::wgsl::WgslNet;
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
+    let pairs = Some(Arithmetic::F16Pairs);
+    assert_wgsl_agrees_in(pairs, &m6, &played_positions(6, 200, 62), 6, &[1, 37, 150], "shipped 6x6, f16 pairs");
+    let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();
+    assert_wgsl_agrees_in(pairs, &m4, &played_positions(4, 80, 42), 4, &[80], "shipped 4x4, f16 pairs");
+    let cfg =
+        NetConfig { blocks: 2, channels: 24, policy_filters: 6, value_filters: 5, ..NetConfig::default_for_size(5) };
+    let positions = played_positions(5, 70, 52);
+    let model = trained(&cfg, &positions, 5);
+    assert_wgsl_agrees_in(pairs, &model, &positions, 5, &[70], "dense-head 5x5, f16 pairs");
+    let adapter = WgslNet::for_model(&m4, 4).unwrap();
+    match WgslNet::for_model_with(&m4, 4, Some(Arithmetic::Tensor)) {
+        Ok(net) => {
+            // A device with cooperative matrices (a real GPU): they agree too.
+            assert_eq!(net.arithmetic(), Arithmetic::Tensor);
+            assert_eq!(adapter.arithmetic(), Arithmetic::Tensor, "auto chooses agreeing tensor kernels");
+            assert_wgsl_agrees_in(Some(Arithmetic::Tensor), &m6, &played_positions(6, 200, 63), 6, &[1, 150], "tensor");
+        }
+        Err(e) => {
+            assert!(e.to_string().contains("tensor arithmetic is not on this adapter: the adapter has no"), "{e}");
+            assert_eq!(adapter.arithmetic(), Arithmetic::F32, "{}", adapter.adapter());
+            eprintln!("no cooperative matrices on {}: {e}", adapter.adapter());
+        }
+    }
 }
 
 /// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a

@@ -1,43 +1,14 @@
-// One layer as a matrix product over gathered rows (Bredon's search-time forward pass on
-// a wgpu device; the GPU twin of the CPU fast path's `gemm` in fast.rs):
-//
-//   out[out_rows[r] * out_stride + j] = epilogue(bias[j]
-//       + sum_t sum_c a[(a_rows[r] + taps[t]) * a_stride + a_col + c] * w[(t * seg + c) * n + j])
-//
-// for rows r < m and columns j < n. A 3x3 convolution over the zero-padded channels-last
-// board is 9 taps (pixel offsets of the neighbours); a 1x1 convolution one tap; a dense
-// layer over every square's features one tap per square. The epilogue adds the value
-// already in `out` (a residual connection, computed in place) and applies ReLU when the
-// flags say so.
+// The matrix kernel in the shader's own arithmetic (gemm_common.wgsl says what it
+// computes). `operand` (operand_f32.wgsl or operand_f16.wgsl, prepended) is what each
+// operand becomes on its way into workgroup memory: itself, or rounded to half precision
+// (the rounding of the cooperative-matrix kernel's operands, for measuring it on any
+// device).
 //
 // Tiling (after the vec4 matrix kernels of WebGPU's ML backends): a workgroup of 256
 // threads computes a 128 x 64 block of the output, each thread 8 neighbouring rows x 4
 // neighbouring columns. K goes through workgroup memory 16 at a time, both tiles stored as
 // vectors of 4 (A along K, B along the columns), so that one vector read from workgroup
 // memory feeds 4 or 8 multiply-adds.
-
-struct Params {
-    m: u32,
-    n: u32,
-    seg: u32,
-    ntaps: u32,
-    a_stride: u32,
-    out_stride: u32,
-    a_col: u32,
-    // 1: add the value already in `out`; 2: ReLU.
-    flags: u32,
-    // Up to 64 tap offsets in pixels, four to a vector.
-    taps: array<vec4<i32>, 16>,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-// Bindings 1 (a) and 3 (w), and the functions load_a and load_b that read them, come from
-// gemm_scalar.wgsl (any layout) or gemm_vec4.wgsl (K segments, strides and column
-// counts that are multiples of 4: one vector load instead of four).
-@group(0) @binding(2) var<storage, read> a_rows: array<u32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read> out_rows: array<u32>;
 
 const BM: u32 = 128u;
 const BN: u32 = 64u;
@@ -77,13 +48,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 if (rb >= 0) {
                     v = load_a(rb, off, j);
                 }
-                tile_a[(ar + 64u * h) * 4u + aq] = v;
+                tile_a[(ar + 64u * h) * 4u + aq] = operand(v);
             }
             var wv = vec4<f32>(0.0);
             if (j0 + bk < p.seg) {
                 wv = load_b((tap * p.seg + j0 + bk) * p.n, col0 + bq * 4u);
             }
-            tile_b[bk * 16u + bq] = wv;
+            tile_b[bk * 16u + bq] = operand(wv);
             workgroupBarrier();
             for (var q = 0u; q < 4u; q++) {
                 let b0 = tile_b[(q * 4u) * 16u + tx];
