@@ -124,12 +124,16 @@ step 30 "$BIN" devices
 
 section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
 step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu \
-  --arithmetic f32,tensor
+  --arithmetic f32
+echo "-- the trunk on cooperative matrices (tensor cores; never run on a real GPU before: its own step, so that"
+echo "   a failure costs nothing else): positions/s, whether it agrees with f32, every head against the CPU"
+step 60 "$BIN" --device "$DEV" --inference wgsl bench nn --model "$MODEL" --batches 1024,4096 --seconds 1 --compare-cpu \
+  --arithmetic tensor
 
 section "2. training step, batch 512"
 step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
 echo "-- the same step with burn's direct convolutions instead of matrix products over rows (the default on a GPU)"
-step 25 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions direct
+step 20 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions direct
 step 20 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
 echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
 step 35 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
@@ -140,29 +144,29 @@ echo "   nothing to do, so a step is the host issuing its kernels (about 1,150: 
 step 20 "$BIN" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 3
 if [ -n "$FUSED" ]; then
   echo "-- the same step with burn's kernel fusion (--features wgpu-fusion)"
-  step 35 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
-  step 35 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
+  step 25 "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
+  step 25 env CUBECL_DEBUG_LOG="$TMP/cubecl-train-fused.log" CUBECL_DEBUG_OPTION=profile \
     "$FUSED" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
   python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train-fused.log" --top 6 || echo "(no profile)"
   echo "-- the host's cost of a step of nearly empty kernels with fusion"
-  step 15 "$FUSED" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 2
+  step 10 "$FUSED" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 2
 else
   echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured)"
 fi
 
 section "3. self-play with the shipped weights"
 for PATH_KIND in wgsl burn; do
-  step 40 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
+  step 35 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
     --games 1024 --max-seconds 25 --seconds 1
 done
-step 30 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 20 --seconds 1
+step 25 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 20 --seconds 1
 
 section "4. a short real run on $DEV (configs/6x6-gpu.toml with the wgsl path, one generation of 192 games and 50 steps)"
 sed -e 's/^games_per_generation = .*/games_per_generation = 192/' \
   -e 's/^inference = .*/inference = "wgsl"/' \
   -e 's/^max_steps_per_generation = .*/max_steps_per_generation = 50/' \
   -e 's/^window_min = .*/window_min = 1000/' configs/6x6-gpu.toml >"$TMP/6x6-gpu-short.toml"
-step 100 "$BIN" --device "$DEV" train --config "$TMP/6x6-gpu-short.toml" --run "$TMP/run" \
+step 85 "$BIN" --device "$DEV" train --config "$TMP/6x6-gpu-short.toml" --run "$TMP/run" \
   --init-from "$MODEL" --minutes 1.5
 echo "-- the run's generations (logs/generations.jsonl):"
 grep -o -E '"(generation|games|evals_per_sec|games_per_hour|samples_per_sec)":[0-9.]+' \

@@ -436,7 +436,8 @@ fn wgsl_arithmetics(
     println!("{:<6} {:<18} {:>6} {:>10} {:>12} {:>12}", "size", "net", "batch", "arithmetic", "wgsl/s", "wgsl x2/s");
     for (model, meta) in models {
         let size = meta.size;
-        let auto = WgslNet::for_model(model, size)?.arithmetic();
+        let single = WgslNet::for_model(model, size)?;
+        let auto = single.arithmetic();
         let positions = sample_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
         for &a in &list {
             let net = match WgslNet::for_model_with(model, size, Some(a)) {
@@ -453,7 +454,14 @@ fn wgsl_arithmetics(
             for &batch in &args.batches {
                 let x1 = forward_rate(&engine, &positions, batch, args.seconds);
                 let x2 = pipelined_rate(net, &positions, batch, args.seconds)?;
-                let chosen = if a == auto { "   (auto)" } else { "" };
+                let chosen = if a == auto {
+                    "   (auto)".to_string()
+                } else {
+                    match net.agrees_with(&single) {
+                        Ok(()) => "   (priors and values within 1e-3 of f32)".to_string(),
+                        Err(why) => format!("   (DISAGREES: {why})"),
+                    }
+                };
                 let at = format!("{size}x{size}");
                 println!("{at:<6} {:<18} {batch:>6} {:>10} {x1:>12.0} {x2:>12.0}{chosen}", meta.net.name(), a.name());
             }

@@ -300,10 +300,8 @@ const COOP_TILE_M: u32 = 32;
 /// Its workgroup memory: the pairs of half-precision tiles of A (32 x 32) and B (32 x 64),
 /// and the 32 x 64 single-precision block of results.
 const COOP_WORKGROUP_BYTES: u32 = 2 * 2 * (32 * 32 + 32 * 64) + 4 * 32 * 64;
-/// How far from single precision's the priors and values of cooperative matrices may be
-/// for [`WgslNet::new`] to choose them: the bound every output of the kernels is held to
-/// (with their operands in pairs of halves, lavapipe measures about 1e-5 on the shipped
-/// networks' heads, docs/gpu.md).
+/// How far from single precision's the priors and values of another arithmetic may be
+/// for [`WgslNet::agrees_with`]: the bound every output of the kernels is held to.
 pub const TENSOR_TOLERANCE: f32 = 1e-3;
 /// Most taps of a matrix kernel (`array<vec4<i32>, 16>`), so boards up to 8x8.
 const MAX_TAPS: usize = 64;
@@ -421,8 +419,8 @@ impl WgslNet {
         WgslNet::for_model_with(model, size, None)
     }
 
-    /// [`WgslNet::for_model`] in `arithmetic`, or with `None` the best the adapter runs
-    /// ([`WgslNet::new`]).
+    /// [`WgslNet::for_model`] in `arithmetic`, or with `None` the default
+    /// ([`WgslNet::new`]: single precision).
     pub fn for_model_with(model: &TakNet, size: usize, arithmetic: Option<Arithmetic>) -> Result<WgslNet, WgslError> {
         let adapter = adapter_for(&model.device())?;
         let net = FoldedNet::from_model(model, size);
@@ -432,28 +430,17 @@ impl WgslNet {
         }
     }
 
-    /// The folded network `net` on `adapter`, on cooperative matrices where the adapter
-    /// has them and they give what single precision gives on a set of positions (priors
-    /// and values within [`TENSOR_TOLERANCE`]), else in single precision (a warning says
-    /// why, when the adapter has them but they disagree).
+    /// The folded network `net` on `adapter`, in single precision. The cooperative-matrix
+    /// kernels ([`Arithmetic::Tensor`]) are not chosen by default until they have been
+    /// measured on a real GPU (docs/gpu.md); [`WgslNet::with_arithmetic`] runs them, and
+    /// [`WgslNet::agrees_with`] checks them against this.
     pub fn new(net: &FoldedNet, adapter: &wgpu::Adapter) -> Result<WgslNet, WgslError> {
-        let f32 = WgslNet::with_arithmetic(net, adapter, Arithmetic::F32)?;
-        if Arithmetic::Tensor.check(adapter).is_err() {
-            return Ok(f32);
-        }
-        let tensor = WgslNet::with_arithmetic(net, adapter, Arithmetic::Tensor)?;
-        match tensor.agrees_with(&f32) {
-            Ok(()) => Ok(tensor),
-            Err(why) => {
-                eprintln!("bredon: the cooperative-matrix kernels on {} {why}; using single precision", f32.adapter);
-                Ok(f32)
-            }
-        }
+        WgslNet::with_arithmetic(net, adapter, Arithmetic::F32)
     }
 
     /// Whether this net's priors and values are those of `reference` (the same weights in
-    /// another arithmetic) within [`TENSOR_TOLERANCE`] on positions of random play.
-    fn agrees_with(&self, reference: &WgslNet) -> Result<(), String> {
+    /// another arithmetic) within [`TENSOR_TOLERANCE`] on 64 positions of random play.
+    pub fn agrees_with(&self, reference: &WgslNet) -> Result<(), String> {
         use rand::{Rng, SeedableRng};
         let n = self.shape.n;
         let mut rng = rand::rngs::StdRng::seed_from_u64(41);
@@ -504,6 +491,7 @@ impl WgslNet {
         arithmetic: Arithmetic,
     ) -> Result<WgslNet, WgslError> {
         arithmetic.check(adapter)?;
+        let trunk = arithmetic.trunk_kernel();
         let c = &net.config;
         let n = net.size();
         let area = n * n;
@@ -578,7 +566,6 @@ impl WgslNet {
                 cache: None,
             })
         };
-        let trunk = arithmetic.trunk_kernel();
         let pipelines = Pipelines {
             gemm: pipeline(
                 "gemm",

@@ -237,8 +237,8 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
 
 /// The tensor kernel's operands (each a pair of half-precision numbers) in the shader's
 /// arithmetic keep every output within the bound single precision is held to, on the
-/// shipped networks and a dense-head one; on an adapter without cooperative matrices
-/// (lavapipe) the tensor kernel is a clear error and `auto` runs single precision.
+/// shipped networks and a dense-head one; `auto` runs single precision, and on an adapter
+/// without cooperative matrices (lavapipe) the tensor kernel is a clear error.
 #[test]
 fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     use bredon_nn::Arithmetic;
@@ -254,20 +254,22 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     let positions = played_positions(5, 70, 52);
     let model = trained(&cfg, &positions, 5);
     assert_wgsl_agrees_in(pairs, &model, &positions, 5, &[70], "dense-head 5x5, f16 pairs");
-    let adapter = WgslNet::for_model(&m4, 4).unwrap();
+    let auto = WgslNet::for_model(&m4, 4).unwrap();
+    assert_eq!(auto.arithmetic(), Arithmetic::F32, "single precision unless asked");
     match WgslNet::for_model_with(&m4, 4, Some(Arithmetic::Tensor)) {
         Ok(net) => {
             // A device with cooperative matrices (a real GPU): they agree too.
             assert_eq!(net.arithmetic(), Arithmetic::Tensor);
-            assert_eq!(adapter.arithmetic(), Arithmetic::Tensor, "auto chooses agreeing tensor kernels");
+            net.agrees_with(&auto).unwrap();
             assert_wgsl_agrees_in(Some(Arithmetic::Tensor), &m6, &played_positions(6, 200, 63), 6, &[1, 150], "tensor");
         }
         Err(e) => {
             assert!(e.to_string().contains("tensor arithmetic is not on this adapter: the adapter has no"), "{e}");
-            assert_eq!(adapter.arithmetic(), Arithmetic::F32, "{}", adapter.adapter());
-            eprintln!("no cooperative matrices on {}: {e}", adapter.adapter());
+            eprintln!("no cooperative matrices on {}: {e}", auto.adapter());
         }
     }
+    let pairs = WgslNet::for_model_with(&m4, 4, Some(Arithmetic::F16Pairs)).unwrap();
+    pairs.agrees_with(&auto).expect("f16 pairs agree with single precision");
 }
 
 /// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a

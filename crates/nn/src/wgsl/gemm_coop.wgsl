@@ -14,16 +14,17 @@
 // what they do to the network's outputs. Bias, residual and ReLU are applied in single
 // precision as in gemm.wgsl.
 //
-// A workgroup is 32 threads (one subgroup where subgroups have 32 lanes; the host uses
-// this kernel only where they have at most 32, so that each subgroup is whole) and
-// computes a 32 x 64 block of the output as 2 x 4 matrices of 16 x 16. K goes through
-// workgroup memory 32 at a time: the threads gather the block's 32 rows (thread t row t,
-// its pixel looked up once) and the weights' 32 x 64 tile, both as pairs of halves, then
-// each 16-deep half of the tile is three products of 2 loads of A and 4 of B, 24
-// multiply-adds in all (unrolled: naga requires cooperative operations in uniform control
-// flow, and takes a branch on a loop counter for non-uniform). The tiles take 20 KiB of workgroup memory (the host checks the
-// adapter's limit). At the end the accumulators go through workgroup memory so that the
-// epilogue writes whole rows, one column a thread.
+// A workgroup is 32 threads (one subgroup: the host uses this kernel only where
+// subgroups have exactly 32 lanes) and computes a 32 x 64 block of the output as 2 x 4
+// matrices of 16 x 16. K goes through workgroup memory 32 at a time: the threads gather
+// the block's 32 rows (eight threads a row, each row's pixel looked up once) and the
+// weights' 32 x 64 tile (sixteen threads a row), both as pairs of halves; then each
+// 16-deep half of the tile is three products of 2 loads of A and 4 of B, 24
+// multiply-adds in all (unrolled: naga requires cooperative operations in uniform
+// control flow, and takes a branch on a loop counter for non-uniform). The tiles take
+// 20 KiB of workgroup memory (the host checks the adapter's limit). At the end the
+// accumulators go through workgroup memory so that the epilogue writes whole rows, one
+// column a thread.
 
 const BM: u32 = 32u;
 const BN: u32 = 64u;
@@ -41,9 +42,16 @@ var<workgroup> tile_c: array<f32, 2048>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let row0 = wid.x * BM;
     let col0 = wid.y * BN;
-    var base = -1;
-    if (row0 + t < p.m) {
-        base = i32(a_rows[row0 + t]);
+    // This thread stages K quad `aq` of the block's rows `ar + 4 i` (i < 8), their pixels
+    // looked up once: eight neighbouring threads read one row's 32 consecutive K values.
+    let aq = t % 8u;
+    let ar = t / 8u;
+    var base: array<i32, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        base[i] = -1;
+        if (row0 + ar + 4u * i < p.m) {
+            base[i] = i32(a_rows[row0 + ar + 4u * i]);
+        }
     }
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
@@ -56,14 +64,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var tap = 0u; tap < p.ntaps; tap++) {
         let off = p.taps[tap / 4u][tap % 4u];
         for (var j0 = 0u; j0 < p.seg; j0 += BK) {
-            for (var q = 0u; q < 8u; q++) {
+            for (var i = 0u; i < 8u; i++) {
                 var v = vec4<f32>(0.0);
-                if (base >= 0) {
-                    v = load_a(base, off, j0 + q * 4u);
+                if (base[i] >= 0) {
+                    v = load_a(base[i], off, j0 + aq * 4u);
                 }
                 let h = vec4<f16>(v);
                 let l = vec4<f16>(v - vec4<f32>(h));
-                let at = t * BK + q * 4u;
+                let at = (ar + 4u * i) * BK + aq * 4u;
                 for (var e = 0u; e < 4u; e++) {
                     tile_a[at + e] = h[e];
                     tile_a_lo[at + e] = l[e];
