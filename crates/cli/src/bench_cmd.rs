@@ -437,10 +437,10 @@ fn wgsl_arithmetics(
     for (model, meta) in models {
         let size = meta.size;
         let single = WgslNet::for_model(model, size)?;
-        let auto = single.arithmetic();
         let positions = sample_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
+        let probe: Vec<&Position> = positions.iter().take(64).collect();
         for &a in &list {
-            let net = match WgslNet::for_model_with(model, size, Some(a)) {
+            let net = match WgslNet::for_model_with(model, size, a) {
                 Ok(net) => net,
                 Err(e @ bredon_nn::wgsl::WgslError::NotOnAdapter { .. }) => {
                     let at = format!("{size}x{size}");
@@ -449,21 +449,21 @@ fn wgsl_arithmetics(
                 }
                 Err(e) => return Err(e.into()),
             };
+            let verdict = if a == single.arithmetic() {
+                "   (auto)".to_string()
+            } else {
+                match net.agrees_with(&single, &probe) {
+                    Ok(()) => format!("   (priors and values within 1e-3 of {})", single.arithmetic().name()),
+                    Err(why) => format!("   (DISAGREES: {why})"),
+                }
+            };
             let engine = Engine::Wgsl(Box::new(net));
             let Engine::Wgsl(net) = &engine else { unreachable!("a wgsl engine") };
             for &batch in &args.batches {
                 let x1 = forward_rate(&engine, &positions, batch, args.seconds);
                 let x2 = pipelined_rate(net, &positions, batch, args.seconds)?;
-                let chosen = if a == auto {
-                    "   (auto)".to_string()
-                } else {
-                    match net.agrees_with(&single) {
-                        Ok(()) => "   (priors and values within 1e-3 of f32)".to_string(),
-                        Err(why) => format!("   (DISAGREES: {why})"),
-                    }
-                };
                 let at = format!("{size}x{size}");
-                println!("{at:<6} {:<18} {batch:>6} {:>10} {x1:>12.0} {x2:>12.0}{chosen}", meta.net.name(), a.name());
+                println!("{at:<6} {:<18} {batch:>6} {:>10} {x1:>12.0} {x2:>12.0}{verdict}", meta.net.name(), a.name());
             }
             built.push((meta.net.name(), a, engine));
         }

@@ -69,6 +69,10 @@ pub enum Arithmetic {
 }
 
 impl Arithmetic {
+    /// What the WGSL kernels run in unless told otherwise: single precision, until the
+    /// tensor kernel has been measured on a real GPU (docs/gpu.md).
+    pub const DEFAULT: Arithmetic = Arithmetic::F32;
+
     /// Every arithmetic, in the order benchmarks list them.
     pub const ALL: [Arithmetic; 3] = [Arithmetic::F32, Arithmetic::F16Pairs, Arithmetic::Tensor];
 

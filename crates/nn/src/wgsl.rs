@@ -295,14 +295,22 @@ const PARAM_SLOT: u64 = 512;
 const SMALL_GROUP: u32 = 64;
 const TILE_M: u32 = 128;
 const TILE_N: u32 = 64;
+/// The matrix kernel with scalar operand loads, for the layers the trunk kernel does not
+/// take (always single precision).
+const SCALAR_KERNEL: &str = concat!(
+    include_str!("wgsl/operand_f32.wgsl"),
+    include_str!("wgsl/gemm_scalar.wgsl"),
+    include_str!("wgsl/gemm_common.wgsl"),
+    include_str!("wgsl/gemm.wgsl")
+);
 /// Output rows of a workgroup of the cooperative-matrix kernel (`wgsl/gemm_coop.wgsl`).
 const COOP_TILE_M: u32 = 32;
 /// Its workgroup memory: the pairs of half-precision tiles of A (32 x 32) and B (32 x 64),
 /// and the 32 x 64 single-precision block of results.
 const COOP_WORKGROUP_BYTES: u32 = 2 * 2 * (32 * 32 + 32 * 64) + 4 * 32 * 64;
-/// How far from single precision's the priors and values of another arithmetic may be
-/// for [`WgslNet::agrees_with`]: the bound every output of the kernels is held to.
-pub const TENSOR_TOLERANCE: f32 = 1e-3;
+/// How far apart two arithmetics' priors and values may be for
+/// [`WgslNet::agrees_with`]: the bound every output of the kernels is held to.
+pub const AGREEMENT_TOLERANCE: f32 = 1e-3;
 /// Most taps of a matrix kernel (`array<vec4<i32>, 16>`), so boards up to 8x8.
 const MAX_TAPS: usize = 64;
 /// Most channels global pooling reads (`pooled: array<f32, 192>`).
@@ -416,65 +424,36 @@ impl WgslNet {
     /// `model` for boards of `size` on the wgpu adapter its device is (or the preferred
     /// one when the model is on the CPU).
     pub fn for_model(model: &TakNet, size: usize) -> Result<WgslNet, WgslError> {
-        WgslNet::for_model_with(model, size, None)
+        WgslNet::for_model_with(model, size, Arithmetic::DEFAULT)
     }
 
-    /// [`WgslNet::for_model`] in `arithmetic`, or with `None` the default
-    /// ([`WgslNet::new`]: single precision).
-    pub fn for_model_with(model: &TakNet, size: usize, arithmetic: Option<Arithmetic>) -> Result<WgslNet, WgslError> {
+    /// [`WgslNet::for_model`] with the trunk in `arithmetic`.
+    pub fn for_model_with(model: &TakNet, size: usize, arithmetic: Arithmetic) -> Result<WgslNet, WgslError> {
         let adapter = adapter_for(&model.device())?;
-        let net = FoldedNet::from_model(model, size);
-        match arithmetic {
-            Some(a) => WgslNet::with_arithmetic(&net, &adapter, a),
-            None => WgslNet::new(&net, &adapter),
-        }
+        WgslNet::with_arithmetic(&FoldedNet::from_model(model, size), &adapter, arithmetic)
     }
 
-    /// The folded network `net` on `adapter`, in single precision. The cooperative-matrix
-    /// kernels ([`Arithmetic::Tensor`]) are not chosen by default until they have been
-    /// measured on a real GPU (docs/gpu.md); [`WgslNet::with_arithmetic`] runs them, and
-    /// [`WgslNet::agrees_with`] checks them against this.
+    /// The folded network `net` on `adapter`, in [`Arithmetic::DEFAULT`].
     pub fn new(net: &FoldedNet, adapter: &wgpu::Adapter) -> Result<WgslNet, WgslError> {
-        WgslNet::with_arithmetic(net, adapter, Arithmetic::F32)
+        WgslNet::with_arithmetic(net, adapter, Arithmetic::DEFAULT)
     }
 
-    /// Whether this net's priors and values are those of `reference` (the same weights in
-    /// another arithmetic) within [`TENSOR_TOLERANCE`] on 64 positions of random play.
-    pub fn agrees_with(&self, reference: &WgslNet) -> Result<(), String> {
-        use rand::{Rng, SeedableRng};
-        let n = self.shape.n;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(41);
-        let mut positions = Vec::new();
-        while positions.len() < 64 {
-            let mut pos = Position::new(n).map_err(|e| e.to_string())?;
-            for _ in 0..rng.random_range(0..2 * n * n) {
-                let moves = pos.legal_moves();
-                if pos.result().is_some() || moves.is_empty() {
-                    break;
-                }
-                let m = moves[rng.random_range(0..moves.len())];
-                if pos.play(m).is_err() {
-                    break;
-                }
-            }
-            if pos.result().is_none() {
-                positions.push(pos);
-            }
-        }
-        let refs: Vec<&Position> = positions.iter().collect();
+    /// Whether this net's priors and values on `positions` are those of `reference` (the
+    /// same weights in another arithmetic) within [`AGREEMENT_TOLERANCE`].
+    pub fn agrees_with(&self, reference: &WgslNet, positions: &[&Position]) -> Result<(), String> {
         let legal: Vec<Vec<Move>> = positions.iter().map(|p| p.legal_moves()).collect();
         let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_slice()).collect();
         let (a, b) = (
-            self.evaluate(&refs, &legal).map_err(|e| e.to_string())?,
-            reference.evaluate(&refs, &legal).map_err(|e| e.to_string())?,
+            self.evaluate(positions, &legal).map_err(|e| e.to_string())?,
+            reference.evaluate(positions, &legal).map_err(|e| e.to_string())?,
         );
         let worst = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
         let values = worst(&a.values, &b.values);
         let priors = a.policy.iter().zip(&b.policy).map(|(x, y)| worst(x, y)).fold(0.0f32, f32::max);
-        if values.is_finite() && priors.is_finite() && values <= TENSOR_TOLERANCE && priors <= TENSOR_TOLERANCE {
+        if values.is_finite() && priors.is_finite() && values <= AGREEMENT_TOLERANCE && priors <= AGREEMENT_TOLERANCE {
             Ok(())
         } else {
-            Err(format!("give values {values} and priors {priors} away from single precision's"))
+            Err(format!("values {values} and priors {priors} from the {} kernels'", reference.arithmetic.name()))
         }
     }
 
@@ -529,9 +508,10 @@ impl WgslNet {
             required_features,
             required_limits: adapter.limits(),
             // SAFETY: cooperative matrices are one of wgpu's experimental features, asked for
-            // only where the adapter reports them (`Arithmetic::check`); the kernel that
-            // uses them is checked against single precision before it is chosen
-            // (`WgslNet::new`) and by the tests and `bench nn --compare-cpu` on a real GPU.
+            // only where the adapter reports them (`Arithmetic::check`) and only when the
+            // caller asks for the tensor kernel, which `auto` does not choose until a real
+            // GPU has measured it against single precision (`bench nn --arithmetic tensor
+            // --compare-cpu`, docs/gpu.md).
             experimental_features: if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
                 unsafe { wgpu::ExperimentalFeatures::enabled() }
             } else {
@@ -567,15 +547,7 @@ impl WgslNet {
             })
         };
         let pipelines = Pipelines {
-            gemm: pipeline(
-                "gemm",
-                concat!(
-                    include_str!("wgsl/operand_f32.wgsl"),
-                    include_str!("wgsl/gemm_scalar.wgsl"),
-                    include_str!("wgsl/gemm_common.wgsl"),
-                    include_str!("wgsl/gemm.wgsl")
-                ),
-            ),
+            gemm: pipeline("gemm", SCALAR_KERNEL),
             gemm4: pipeline("gemm4", &trunk.0),
             gemm4_rows: trunk.1,
             gpool: pipeline("gpool", include_str!("wgsl/gpool.wgsl")),
@@ -1175,13 +1147,7 @@ mod tests {
             assert!(coop.contains(&op), "the cooperative-matrix kernel has no opcode {op}");
             assert!(!opcodes(Arithmetic::F32).contains(&op));
         }
-        let scalar = concat!(
-            include_str!("wgsl/operand_f32.wgsl"),
-            include_str!("wgsl/gemm_scalar.wgsl"),
-            include_str!("wgsl/gemm_common.wgsl"),
-            include_str!("wgsl/gemm.wgsl")
-        );
-        spirv("scalar", scalar);
+        spirv("scalar", SCALAR_KERNEL);
     }
 
     #[test]

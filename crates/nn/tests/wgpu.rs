@@ -132,12 +132,12 @@ fn training_steps_on_wgpu_follow_the_cpu() {
 /// Bredon's WGSL kernels against the CPU's fast path on `positions`, batch by batch: every
 /// policy logit, the priors over the legal moves, value, draw probability and margin.
 fn assert_wgsl_agrees(model: &TakNet, positions: &[Position], size: usize, batches: &[usize], what: &str) {
-    assert_wgsl_agrees_in(None, model, positions, size, batches, what)
+    assert_wgsl_agrees_in(bredon_nn::Arithmetic::DEFAULT, model, positions, size, batches, what)
 }
 
-/// [`assert_wgsl_agrees`] with the trunk in `arithmetic` (`None`: what `auto` chooses).
+/// [`assert_wgsl_agrees`] with the trunk in `arithmetic`.
 fn assert_wgsl_agrees_in(
-    arithmetic: Option<bredon_nn::Arithmetic>,
+    arithmetic: bredon_nn::Arithmetic,
     model: &TakNet,
     positions: &[Position],
     size: usize,
@@ -148,9 +148,7 @@ fn assert_wgsl_agrees_in(
     use bredon_nn::wgsl::WgslNet;
     let fast = FastNet::from_model(model, size);
     let gpu = WgslNet::for_model_with(model, size, arithmetic).unwrap_or_else(|e| panic!("{what}: {e}"));
-    if let Some(a) = arithmetic {
-        assert_eq!(gpu.arithmetic(), a, "{what}");
-    }
+    assert_eq!(gpu.arithmetic(), arithmetic, "{what}");
     assert!(gpu.max_batch() >= 2048, "{what}: the adapter's buffers take only {} positions a pass", gpu.max_batch());
     let close = |a: f32, b: f32| (a - b).abs() <= 1e-3 * a.abs().max(1.0);
     let mut at = 0;
@@ -245,7 +243,7 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     use bredon_nn::wgsl::WgslNet;
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
-    let pairs = Some(Arithmetic::F16Pairs);
+    let pairs = Arithmetic::F16Pairs;
     assert_wgsl_agrees_in(pairs, &m6, &played_positions(6, 200, 62), 6, &[1, 37, 150], "shipped 6x6, f16 pairs");
     let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();
     assert_wgsl_agrees_in(pairs, &m4, &played_positions(4, 80, 42), 4, &[80], "shipped 4x4, f16 pairs");
@@ -256,20 +254,22 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     assert_wgsl_agrees_in(pairs, &model, &positions, 5, &[70], "dense-head 5x5, f16 pairs");
     let auto = WgslNet::for_model(&m4, 4).unwrap();
     assert_eq!(auto.arithmetic(), Arithmetic::F32, "single precision unless asked");
-    match WgslNet::for_model_with(&m4, 4, Some(Arithmetic::Tensor)) {
+    let probe = played_positions(4, 64, 43);
+    let probe: Vec<&Position> = probe.iter().collect();
+    match WgslNet::for_model_with(&m4, 4, Arithmetic::Tensor) {
         Ok(net) => {
             // A device with cooperative matrices (a real GPU): they agree too.
             assert_eq!(net.arithmetic(), Arithmetic::Tensor);
-            net.agrees_with(&auto).unwrap();
-            assert_wgsl_agrees_in(Some(Arithmetic::Tensor), &m6, &played_positions(6, 200, 63), 6, &[1, 150], "tensor");
+            net.agrees_with(&auto, &probe).unwrap();
+            assert_wgsl_agrees_in(Arithmetic::Tensor, &m6, &played_positions(6, 200, 63), 6, &[1, 150], "tensor");
         }
         Err(e) => {
             assert!(e.to_string().contains("tensor arithmetic is not on this adapter: the adapter has no"), "{e}");
             eprintln!("no cooperative matrices on {}: {e}", auto.adapter());
         }
     }
-    let pairs = WgslNet::for_model_with(&m4, 4, Some(Arithmetic::F16Pairs)).unwrap();
-    pairs.agrees_with(&auto).expect("f16 pairs agree with single precision");
+    let pairs = WgslNet::for_model_with(&m4, 4, Arithmetic::F16Pairs).unwrap();
+    pairs.agrees_with(&auto, &probe).expect("f16 pairs agree with single precision");
 }
 
 /// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a
