@@ -470,7 +470,18 @@ impl WgslNet {
         arithmetic: Arithmetic,
     ) -> Result<WgslNet, WgslError> {
         arithmetic.check(adapter)?;
-        let trunk = arithmetic.trunk_kernel();
+        WgslNet::with_trunk_kernel(net, adapter, arithmetic, arithmetic.trunk_kernel())
+    }
+
+    /// [`WgslNet::with_arithmetic`] with the trunk's kernel given as its source and the
+    /// output rows of its workgroup (the tests run the cooperative-matrix kernel with its
+    /// matrix operations emulated), on a device with `arithmetic`'s features.
+    fn with_trunk_kernel(
+        net: &FoldedNet,
+        adapter: &wgpu::Adapter,
+        arithmetic: Arithmetic,
+        trunk: (String, u32),
+    ) -> Result<WgslNet, WgslError> {
         let c = &net.config;
         let n = net.size();
         let area = n * n;
@@ -1148,6 +1159,187 @@ mod tests {
             assert!(!opcodes(Arithmetic::F32).contains(&op));
         }
         spirv("scalar", SCALAR_KERNEL);
+    }
+
+    /// `source` with each `call(&tile[index], stride)` or `call(matrix, &tile[index],
+    /// stride)` replaced by `make(matrix, tile, index, stride)`.
+    fn rewrite(source: &str, call: &str, make: impl Fn(Option<&str>, &str, &str, &str) -> String) -> String {
+        let (mut out, mut rest) = (String::new(), source);
+        while let Some(at) = rest.find(call) {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at + call.len()..];
+            let close = tail.find(')').expect("a closing parenthesis");
+            let args = &tail[..close];
+            let (matrix, place) = match args.split_once(", &") {
+                Some((m, p)) => (Some(m), p),
+                None => (None, args.strip_prefix('&').expect("a pointer")),
+            };
+            let (tile, index) = place.split_once('[').expect("an indexed tile");
+            let (index, stride) = index.split_once("], ").expect("a stride");
+            out.push_str(&make(matrix, tile, index, stride));
+            rest = &tail[close + 1..];
+        }
+        out + rest
+    }
+
+    /// gemm_coop.wgsl with its cooperative-matrix operations done in the shader's own
+    /// arithmetic, so that a device without matrix units (lavapipe) runs everything else
+    /// the tensor kernel does: its staging of both operands' halves through workgroup
+    /// memory, the tiles' offsets and strides, the three products per tile, the stores of
+    /// the sums and the epilogue. A matrix operand becomes its place in workgroup memory
+    /// (which tile, where, the row stride: what `coopLoadT` is given, row-major), an
+    /// accumulator a slot of 256 sums in workgroup memory of which each of the 32 lanes
+    /// holds 8, and a product of 16 x 16 tiles each lane's 8 sums of 16 products, in
+    /// single precision as the matrix units sum.
+    fn emulated_coop_kernel() -> String {
+        let coop: String = include_str!("wgsl/gemm_coop.wgsl")
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let tile_id = |tile: &str| ["tile_a", "tile_a_lo", "tile_b", "tile_b_lo"].iter().position(|t| *t == tile);
+        let mut body = rewrite(&coop, "coopLoadT<coop_mat16x16<f16, A>>(", |_, t, i, s| {
+            format!("vec3<u32>({}u, {i}, {s})", tile_id(t).expect("an A tile"))
+        });
+        body = rewrite(&body, "coopLoadT<coop_mat16x16<f16, B>>(", |_, t, i, s| {
+            format!("vec3<u32>({}u, {i}, {s})", tile_id(t).expect("a B tile"))
+        });
+        body = rewrite(&body, "coopStoreT(", |m, t, i, s| {
+            assert_eq!(t, "tile_c");
+            format!("emu_store({}, {i}, {s})", m.expect("a matrix"))
+        });
+        for slot in 0..8 {
+            let c = format!("c{}{}", slot / 4, slot % 4);
+            let zero = format!("var {c} = coop_mat16x16<f32, C>();");
+            assert!(body.contains(&zero), "{zero}");
+            body = body.replace(&zero, &format!("var {c} = emu_zero({slot}u);"));
+        }
+        body = body.replace("coopMultiplyAdd(", "emu_mma(");
+        let entry = "@builtin(local_invocation_index) t: u32) {";
+        assert!(body.contains(entry));
+        body = body.replace(entry, &format!("{entry}\n    emu_lane = t;"));
+        assert!(!body.contains("coop"), "an operation left unemulated:\n{body}");
+        let emulation = r"
+var<private> emu_lane: u32;
+var<workgroup> emu_acc: array<f32, 2048>;
+
+fn emu_at(tile: u32, i: u32) -> f32 {
+    switch tile {
+        case 0u: { return f32(tile_a[i]); }
+        case 1u: { return f32(tile_a_lo[i]); }
+        case 2u: { return f32(tile_b[i]); }
+        default: { return f32(tile_b_lo[i]); }
+    }
+}
+
+fn emu_zero(c: u32) -> u32 {
+    for (var e = 0u; e < 8u; e++) {
+        emu_acc[c * 256u + emu_lane * 8u + e] = 0.0;
+    }
+    return c;
+}
+
+fn emu_mma(a: vec3<u32>, b: vec3<u32>, c: u32) -> u32 {
+    for (var e = 0u; e < 8u; e++) {
+        let i = emu_lane * 8u + e;
+        let r = i / 16u;
+        let col = i % 16u;
+        var s = 0.0;
+        for (var k = 0u; k < 16u; k++) {
+            s += emu_at(a.x, a.y + r * a.z + k) * emu_at(b.x, b.y + k * b.z + col);
+        }
+        emu_acc[c * 256u + i] += s;
+    }
+    return c;
+}
+
+fn emu_store(c: u32, at: u32, stride: u32) {
+    for (var e = 0u; e < 8u; e++) {
+        let i = emu_lane * 8u + e;
+        tile_c[at + (i / 16u) * stride + i % 16u] = emu_acc[c * 256u + i];
+    }
+}
+";
+        ["enable f16;\n", include_str!("wgsl/gemm_vec4.wgsl"), include_str!("wgsl/gemm_common.wgsl"), &body, emulation]
+            .concat()
+    }
+
+    /// Legal positions of `size` reached by random play.
+    fn played_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut out = Vec::new();
+        while out.len() < n {
+            let mut pos = Position::new(size).unwrap();
+            for _ in 0..rng.random_range(0..2 * size * size) {
+                if pos.result().is_some() {
+                    break;
+                }
+                let moves = pos.legal_moves();
+                pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
+            }
+            if pos.result().is_none() {
+                out.push(pos);
+            }
+        }
+        out
+    }
+
+    /// The tensor kernel with its matrix operations emulated ([`emulated_coop_kernel`])
+    /// gives the single-precision kernels' logits, values, draws and margins on the
+    /// shipped 6x6 and 4x4 networks to within the pairs' own rounding, in batches that end
+    /// inside a workgroup's 32 rows and across many: what is left for a device with matrix units to show is
+    /// only that its `coopLoadT`, `coopMultiplyAdd` and `coopStoreT` do what the
+    /// extension says (`bench nn --arithmetic tensor --compare-cpu`, scripts/gpu-check.sh).
+    #[test]
+    fn the_tensor_kernel_with_its_matrix_operations_emulated_agrees_with_f32() {
+        let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+        let source = emulated_coop_kernel();
+        spirv("emulated tensor kernel", &source);
+        for (size, batches) in [(6, [1usize, 45]), (4, [3, 61])] {
+            let (model, _) = crate::load_exported(&shipped.join(format!("{size}x{size}.bredon"))).unwrap();
+            let adapter = adapter_for(&model.device()).unwrap_or_else(|e| panic!("{e}"));
+            let folded = FoldedNet::from_model(&model, size);
+            let f32s = WgslNet::with_arithmetic(&folded, &adapter, Arithmetic::F32).unwrap();
+            let emulated = match Arithmetic::F16Pairs.check(&adapter) {
+                Ok(()) => {
+                    WgslNet::with_trunk_kernel(&folded, &adapter, Arithmetic::F16Pairs, (source.clone(), COOP_TILE_M))
+                        .unwrap_or_else(|e| panic!("{e}"))
+                }
+                Err(e) => panic!("the emulation needs shader-f16 ({e}); CI's lavapipe has it"),
+            };
+            let positions = played_positions(size, 64, 70 + size as u64);
+            let mut at = 0;
+            let mut worst = [0.0f32; 4];
+            for b in batches {
+                let chunk: Vec<&Position> = positions[at..at + b].iter().collect();
+                at += b;
+                let (got, want) = (emulated.logits(&chunk).unwrap(), f32s.logits(&chunk).unwrap());
+                let far = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+                for (g, w) in got.policy.iter().zip(&want.policy) {
+                    assert_eq!(g.len(), w.len());
+                    worst[0] = worst[0].max(far(g, w));
+                }
+                worst[1] = worst[1].max(far(&got.values, &want.values));
+                worst[2] = worst[2].max(far(got.draws.as_deref().unwrap_or(&[]), want.draws.as_deref().unwrap_or(&[])));
+                worst[3] =
+                    worst[3].max(far(got.margins.as_deref().unwrap_or(&[]), want.margins.as_deref().unwrap_or(&[])));
+                assert_eq!(
+                    (got.draws.is_some(), got.margins.is_some()),
+                    (want.draws.is_some(), want.margins.is_some())
+                );
+            }
+            eprintln!(
+                "{size}x{size}, emulated tensor kernel against f32: logits {:.1e}, values {:.1e}, draws {:.1e}, margins {:.1e}",
+                worst[0], worst[1], worst[2], worst[3]
+            );
+            // The pairs in the shader's arithmetic (`F16Pairs`) are about 2e-5 from single
+            // precision on these networks; a tile read from the wrong place, even only a
+            // remainder's, moves the logits by 3e-3 or more. 1e-4 tells the two apart.
+            assert!(worst.iter().all(|w| w.is_finite() && *w <= 1e-4), "{size}x{size}: {worst:?}");
+            let probe: Vec<&Position> = positions[..16].iter().collect();
+            emulated.agrees_with(&f32s, &probe).unwrap();
+        }
     }
 
     #[test]
