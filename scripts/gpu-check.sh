@@ -25,11 +25,13 @@
 #      one step: how many kernels each phase launches and which take the device's time,
 #      and the host's cost of a launch (a 16-channel net at batch 1: nearly empty kernels);
 #   3. self-play with the shipped weights (configs/6x6-gpu.toml on DEVICE with each path,
+#      the wgsl kernels in f32 and on tensor cores,
 #      configs/6x6-pool-continue.toml on the CPU): evaluations/s, games/h, and where the
 #      inference service's time goes;
-#   4. a short real run (`bredon train` with configs/6x6-gpu.toml and the wgsl path, one
-#      small generation), its log's games/h and samples/s.
-# Each step has its own time limit (they add up to 560 s, inside the device call's 600; on a GPU most
+#   4. a short real run (`bredon train` with configs/6x6-gpu.toml and the wgsl path, on
+#      tensor cores where step 1 found they agree with f32; one small generation), its
+#      log's games/h and samples/s.
+# Each step has its own time limit (they add up to 551 s, inside the device call's 600; on a GPU most
 # steps end well before theirs, so the script takes a few minutes). A step that
 # fails or runs out of time says so and the next one runs.
 set -uo pipefail
@@ -120,15 +122,20 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NV_ICD" ] &&
   export VK_DRIVER_FILES=$NV_ICD
   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 fi
-step 30 "$BIN" devices
+step 20 "$BIN" devices
 
 section "1. forward pass, shipped 6x6 (fast = the CPU's kernels, burn = $DEV)"
-step 100 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu \
+step 90 "$BIN" --device "$DEV" bench nn --model "$MODEL" --batches 64,256,1024,4096 --seconds 1 --compare-cpu \
   --arithmetic f32
 echo "-- the trunk on cooperative matrices (tensor cores; never run on a real GPU before: its own step, so that"
 echo "   a failure costs nothing else): positions/s, whether it agrees with f32, every head against the CPU"
 step 60 "$BIN" --device "$DEV" --inference wgsl bench nn --model "$MODEL" --batches 1024,4096 --seconds 1 --compare-cpu \
   --arithmetic tensor
+# The real run (4.) takes the tensor kernels only where they ran and agreed with f32 here.
+RUN_INFERENCE=wgsl
+if grep -qE '^[0-9]+x[0-9]+ +[^ ]+ +[0-9]+ +tensor .*within 1e-3 of f32' "$LOG"; then
+  RUN_INFERENCE=wgsl:tensor
+fi
 
 section "2. training step, batch 512"
 step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
@@ -136,7 +143,7 @@ echo "-- the same step with burn's direct convolutions instead of matrix product
 step 20 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions direct
 step 20 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
 echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
-step 35 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
+step 30 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \
   "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 2
 python3 scripts/cubecl-profile-summary.py "$TMP/cubecl-train.log" --top 6 || echo "(no profile)"
 echo "-- the host's cost of a launch: the same network with 16 channels at batch 1, whose kernels have almost"
@@ -155,15 +162,17 @@ else
 fi
 
 section "3. self-play with the shipped weights"
-for PATH_KIND in wgsl burn; do
-  step 35 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
-    --games 1024 --max-seconds 25 --seconds 1
+# wgsl:tensor: the trunk on tensor cores, checked against f32 at start-up (f32 with a
+# warning where the adapter lacks them or they disagree).
+for PATH_KIND in wgsl wgsl:tensor burn; do
+  step 30 "$BIN" --device "$DEV" --inference "$PATH_KIND" bench selfplay --config configs/6x6-gpu.toml --model "$MODEL" \
+    --games 1024 --max-seconds 20 --seconds 1
 done
-step 25 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 20 --seconds 1
+step 20 "$BIN" --device cpu bench selfplay --config configs/6x6-pool-continue.toml --model "$MODEL" --games 1024 --max-seconds 15 --seconds 1
 
-section "4. a short real run on $DEV (configs/6x6-gpu.toml with the wgsl path, one generation of 192 games and 50 steps)"
+section "4. a short real run on $DEV (configs/6x6-gpu.toml with inference = \"$RUN_INFERENCE\", one generation of 192 games and 50 steps)"
 sed -e 's/^games_per_generation = .*/games_per_generation = 192/' \
-  -e 's/^inference = .*/inference = "wgsl"/' \
+  -e "s/^inference = .*/inference = \"$RUN_INFERENCE\"/" \
   -e 's/^max_steps_per_generation = .*/max_steps_per_generation = 50/' \
   -e 's/^window_min = .*/window_min = 1000/' configs/6x6-gpu.toml >"$TMP/6x6-gpu-short.toml"
 step 85 "$BIN" --device "$DEV" train --config "$TMP/6x6-gpu-short.toml" --run "$TMP/run" \

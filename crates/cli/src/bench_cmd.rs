@@ -2,13 +2,13 @@
 
 use anyhow::{Context, Result};
 use bredon_nn::inference::{Engine, InferenceKind, PolicyReadback};
+use bredon_nn::positions::random_positions;
 use bredon_nn::train::OptimizerSettings;
 use bredon_nn::{Compute, Convolutions, NetConfig, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
-use bredon_rules::{GameOptions, Position};
+use bredon_rules::Position;
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
 use bredon_selfplay::worker::{SelfPlayJob, process_cpu_time, run_pool, thread_cpu_time};
-use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
@@ -140,28 +140,6 @@ pub fn run(cmd: BenchCommand, compute: &Compute, inference: Option<InferenceKind
     }
 }
 
-/// Positions from random games (varied stack heights and reserves).
-fn sample_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let mut pos = Position::with_options(GameOptions::new(size)).expect("valid size");
-        let plies = rng.random_range(0..(size * size * 2));
-        for _ in 0..plies {
-            if pos.result().is_some() {
-                break;
-            }
-            let moves = pos.legal_moves();
-            let Some(&mv) = moves.choose(&mut rng) else { break };
-            pos.make(mv);
-        }
-        if pos.result().is_none() {
-            out.push(pos);
-        }
-    }
-    out
-}
-
 /// Each position's legal moves, as the search passes them.
 fn legal_moves(positions: &[Position]) -> Vec<Vec<bredon_rules::Move>> {
     positions.iter().map(|p| p.legal_moves()).collect()
@@ -224,8 +202,8 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     let device = &compute.device;
     let kinds = match inference {
         Some(k) => vec![k],
-        None if InferenceKind::Wgsl.resolve_for(device) == InferenceKind::Wgsl => {
-            vec![InferenceKind::Fast, InferenceKind::Burn, InferenceKind::Wgsl]
+        None if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL => {
+            vec![InferenceKind::Fast, InferenceKind::Burn, InferenceKind::WGSL]
         }
         None => vec![InferenceKind::Fast, InferenceKind::Burn],
     };
@@ -284,7 +262,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     for k in &kinds {
         print!(" {:>12}", format!("{k}/s"));
     }
-    let wgsl = kinds.contains(&InferenceKind::Wgsl);
+    let wgsl = kinds.iter().any(|k| k.is_wgsl());
     if wgsl {
         print!(" {:>12}", "wgsl x2/s");
     }
@@ -300,7 +278,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     let mut breakdown = Vec::new();
     for (model, meta) in &models {
         let size = meta.size;
-        let positions = sample_positions(size, most, size as u64);
+        let positions = random_positions(size, most, size as u64);
         let engines: Vec<Engine> = kinds.iter().map(|&k| Engine::new(model.clone(), size, k)).collect();
         for &batch in &args.batches {
             print!("{:<6} {:<18} {:>6}", format!("{size}x{size}"), meta.net.name(), batch);
@@ -348,7 +326,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         }
     }
     #[cfg(feature = "wgpu")]
-    let arithmetics = if kinds.contains(&InferenceKind::Wgsl) { wgsl_arithmetics(args, &models)? } else { Vec::new() };
+    let arithmetics = if kinds.iter().any(|k| k.is_wgsl()) { wgsl_arithmetics(args, &models)? } else { Vec::new() };
     if !breakdown.is_empty() {
         println!(
             "# on {}, one pass phase by phase (the device synchronised after each; ms per pass): burn reading back \
@@ -396,7 +374,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
             compute.choice
         );
         for (model, meta) in &models {
-            let positions = sample_positions(meta.size, 256, 17);
+            let positions = random_positions(meta.size, 256, 17);
             let refs: Vec<&Position> = positions.iter().collect();
             let diffs = bredon_nn::compare_devices(model, &cpu, &refs, meta.size)?;
             let worst = diffs.iter().map(|d| d.max_difference).fold(0.0f32, f32::max);
@@ -405,9 +383,9 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
                 print!(" {} {:.1e}{}", d.head, d.max_difference, if d.near_zero { " (all near zero)" } else { "" });
             }
             println!(" -> {}", if worst <= 1e-3 { "within 1e-3" } else { "ABOVE 1e-3" });
-            if kinds.contains(&InferenceKind::Wgsl) {
+            if let Some(&wgsl) = kinds.iter().find(|k| k.is_wgsl()) {
                 let fast = Engine::new(model.clone(), meta.size, InferenceKind::Fast);
-                compare_wgsl(&fast, &Engine::new(model.clone(), meta.size, InferenceKind::Wgsl), "", meta.size, &refs);
+                compare_wgsl(&fast, &Engine::new(model.clone(), meta.size, wgsl), "", meta.size, &refs);
                 #[cfg(feature = "wgpu")]
                 for (_, arithmetic, engine) in arithmetics.iter().filter(|(m, ..)| *m == meta.net.name()) {
                     compare_wgsl(&fast, engine, arithmetic.name(), meta.size, &refs);
@@ -437,7 +415,7 @@ fn wgsl_arithmetics(
     for (model, meta) in models {
         let size = meta.size;
         let single = WgslNet::for_model(model, size)?;
-        let positions = sample_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
+        let positions = random_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
         let probe: Vec<&Position> = positions.iter().take(64).collect();
         for &a in &list {
             let net = match WgslNet::for_model_with(model, size, a) {
@@ -585,7 +563,7 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
     service.shutdown();
     let avg_batch = evals as f64 / batches as f64;
     let size = cfg.game.size;
-    let positions = sample_positions(size, 1024, 7);
+    let positions = random_positions(size, 1024, 7);
     let engine = Engine::new(learner.model(), size, cfg.selfplay.inference);
     let raw = forward_rate(&engine, &positions, avg_batch.round().max(1.0) as usize, args.seconds);
     let sp_rate = evals as f64 / secs;
@@ -734,7 +712,7 @@ fn bench_train(args: &TrainArgs, compute: &Compute) -> Result<()> {
     trainer.set_convolutions(args.convolutions);
     let size = net.size;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let examples: Vec<TrainExample> = sample_positions(size, 4 * args.batch.max(1), 3)
+    let examples: Vec<TrainExample> = random_positions(size, 4 * args.batch.max(1), 3)
         .into_iter()
         .map(|position| {
             let moves = position.legal_moves();

@@ -29,8 +29,10 @@ struct Cli {
     /// Forward pass of the network for search (`tei`, `play`, `analyse`, `arena`, `bench`):
     /// `auto` (the default: `fast` on the CPU, `wgsl` on a GPU `--device`), `fast`
     /// (BatchNorm folded, SIMD kernels, CPU), `burn` (the training framework's, on the
-    /// device) or `wgsl` (Bredon's own kernels on the GPU, through wgpu). Training runs take it
-    /// from `[selfplay] inference` in the config.
+    /// device) or `wgsl` (Bredon's own kernels on the GPU, through wgpu; `wgsl:tensor` runs
+    /// their trunk on tensor cores, `wgsl:f16-pairs` and `wgsl:f32` name the other
+    /// arithmetics, docs/gpu.md). Training runs take it from `[selfplay] inference` in the
+    /// config.
     #[arg(long, global = true)]
     inference: Option<bredon_nn::InferenceKind>,
     /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`

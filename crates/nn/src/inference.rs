@@ -19,10 +19,11 @@ use crate::train::{encode_batch, encode_planes};
 
 /// Which implementation runs the forward pass for search: `fast` ([`FastNet`], the CPU
 /// default), `burn` (the training framework's own forward pass, on the model's device),
-/// `wgsl` (Bredon's own kernels on a wgpu device, [`crate::wgsl`]), or `auto`: fast for a
-/// model on the CPU, wgsl for one on a GPU (burn's in a build without the `wgpu` feature).
+/// `wgsl` (Bredon's own kernels on a wgpu device, [`crate::wgsl`]; `wgsl:ARITHMETIC` names
+/// the trunk's [`Arithmetic`], e.g. `wgsl:tensor`), or `auto`: fast for a model on the CPU,
+/// wgsl for one on a GPU (burn's in a build without the `wgpu` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String", into = "String")]
 pub enum InferenceKind {
     /// Fast on the CPU; on a GPU device wgsl (burn in a build without the `wgpu` feature).
     #[default]
@@ -31,21 +32,29 @@ pub enum InferenceKind {
     Fast,
     /// burn's forward pass on the selected device (flex on the CPU, or the GPU).
     Burn,
-    /// Bredon's own WGSL kernels on the wgpu adapter of the selected device (a build with
-    /// the `wgpu` feature; on the CPU device this is the fast path, and in a build without
-    /// the feature burn's).
-    Wgsl,
+    /// Bredon's own WGSL kernels on the wgpu adapter of the selected device, the trunk in
+    /// the given arithmetic (a build with the `wgpu` feature; on the CPU device this is the
+    /// fast path, and in a build without the feature burn's).
+    Wgsl(Arithmetic),
 }
 
 impl InferenceKind {
+    /// The WGSL kernels in [`Arithmetic::DEFAULT`] (what `wgsl` and `auto` on a GPU mean).
+    pub const WGSL: InferenceKind = InferenceKind::Wgsl(Arithmetic::DEFAULT);
+
     /// `Auto` made concrete for a model on `device`; the others as they are.
     pub fn resolve_for(self, device: &Device) -> InferenceKind {
         match self {
-            InferenceKind::Auto | InferenceKind::Wgsl if crate::device::is_cpu(device) => InferenceKind::Fast,
-            InferenceKind::Auto | InferenceKind::Wgsl if cfg!(feature = "wgpu") => InferenceKind::Wgsl,
-            InferenceKind::Auto | InferenceKind::Wgsl => InferenceKind::Burn,
+            InferenceKind::Auto | InferenceKind::Wgsl(_) if crate::device::is_cpu(device) => InferenceKind::Fast,
+            InferenceKind::Auto if cfg!(feature = "wgpu") => InferenceKind::WGSL,
+            InferenceKind::Auto | InferenceKind::Wgsl(_) if !cfg!(feature = "wgpu") => InferenceKind::Burn,
             k => k,
         }
+    }
+
+    /// Whether this is the WGSL kernels, in any arithmetic.
+    pub fn is_wgsl(self) -> bool {
+        matches!(self, InferenceKind::Wgsl(_))
     }
 }
 
@@ -104,31 +113,50 @@ impl std::str::FromStr for Arithmetic {
 
 /// A name that is not an [`InferenceKind`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown inference {0:?} (use auto, fast, burn or wgsl)")]
+#[error("unknown inference {0:?} (use auto, fast, burn, wgsl, or wgsl:ARITHMETIC with f32, f16-pairs or tensor)")]
 pub struct UnknownInference(pub String);
 
 impl std::str::FromStr for InferenceKind {
     type Err = UnknownInference;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        let name = s.trim().to_ascii_lowercase();
+        match name.as_str() {
             "auto" => Ok(InferenceKind::Auto),
             "fast" => Ok(InferenceKind::Fast),
             "burn" => Ok(InferenceKind::Burn),
-            "wgsl" => Ok(InferenceKind::Wgsl),
-            other => Err(UnknownInference(other.to_string())),
+            "wgsl" => Ok(InferenceKind::WGSL),
+            other => match other.strip_prefix("wgsl:").map(str::parse::<Arithmetic>) {
+                Some(Ok(a)) => Ok(InferenceKind::Wgsl(a)),
+                _ => Err(UnknownInference(s.trim().to_string())),
+            },
         }
+    }
+}
+
+impl TryFrom<String> for InferenceKind {
+    type Error = UnknownInference;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<InferenceKind> for String {
+    fn from(kind: InferenceKind) -> String {
+        kind.to_string()
     }
 }
 
 impl std::fmt::Display for InferenceKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            InferenceKind::Auto => "auto",
-            InferenceKind::Fast => "fast",
-            InferenceKind::Burn => "burn",
-            InferenceKind::Wgsl => "wgsl",
-        })
+        match self {
+            InferenceKind::Auto => f.write_str("auto"),
+            InferenceKind::Fast => f.write_str("fast"),
+            InferenceKind::Burn => f.write_str("burn"),
+            InferenceKind::Wgsl(a) if *a == Arithmetic::DEFAULT => f.write_str("wgsl"),
+            InferenceKind::Wgsl(a) => write!(f, "wgsl:{}", a.name()),
+        }
     }
 }
 
@@ -146,19 +174,32 @@ pub enum Engine {
 
 impl Engine {
     /// `model` for board `size`, run by `kind` (`Auto` resolved for the model's device).
-    /// Where the WGSL kernels cannot run (no adapter, a network outside them) burn's
-    /// forward pass does, and a warning says why.
+    /// The WGSL kernels in an arithmetic other than single precision start only where the
+    /// adapter runs it and it agrees with single precision on this model
+    /// ([`crate::wgsl::WgslNet::for_search`]); otherwise they run in single precision, and
+    /// where they cannot run at all (no adapter, a network outside them) burn's forward
+    /// pass does. A warning says why each time.
     pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
         match kind.resolve_for(&model.device()) {
             InferenceKind::Burn => Engine::Burn(model, size),
             #[cfg(feature = "wgpu")]
-            InferenceKind::Wgsl => match crate::wgsl::WgslNet::for_model(&model, size) {
-                Ok(net) => Engine::Wgsl(Box::new(net)),
-                Err(e) => {
-                    eprintln!("bredon: {e}; using burn's forward pass instead");
-                    Engine::Burn(model, size)
+            InferenceKind::Wgsl(arithmetic) => {
+                use crate::wgsl::{WgslError, WgslNet};
+                let net = match WgslNet::for_search(&model, size, arithmetic) {
+                    Err(e @ (WgslError::NotOnAdapter { .. } | WgslError::Disagrees { .. })) => {
+                        eprintln!("bredon: {e}; running the wgsl kernels in {} instead", Arithmetic::F32.name());
+                        WgslNet::for_model_with(&model, size, Arithmetic::F32)
+                    }
+                    built => built,
+                };
+                match net {
+                    Ok(net) => Engine::Wgsl(Box::new(net)),
+                    Err(e) => {
+                        eprintln!("bredon: {e}; using burn's forward pass instead");
+                        Engine::Burn(model, size)
+                    }
                 }
-            },
+            }
             _ => Engine::Fast(FastNet::from_model(&model, size)),
         }
     }
@@ -169,7 +210,7 @@ impl Engine {
             Engine::Burn(..) => InferenceKind::Burn,
             Engine::Fast(_) => InferenceKind::Fast,
             #[cfg(feature = "wgpu")]
-            Engine::Wgsl(_) => InferenceKind::Wgsl,
+            Engine::Wgsl(w) => InferenceKind::Wgsl(w.arithmetic()),
         }
     }
 
@@ -755,7 +796,7 @@ impl InferenceService {
     ) -> InferenceService {
         let shards = shards.max(1);
         let stats = Arc::new(Stats::default());
-        let legal_on_device = matches!(kind.resolve_for(&model.device()), InferenceKind::Burn | InferenceKind::Wgsl);
+        let legal_on_device = matches!(kind.resolve_for(&model.device()), InferenceKind::Burn | InferenceKind::Wgsl(_));
         let max_batch = max_batch.max(1);
         let mut senders = Vec::with_capacity(shards);
         let mut threads = Vec::with_capacity(shards);
@@ -1110,17 +1151,44 @@ mod tests {
 
     #[test]
     fn inference_names_parse_print_back_and_resolve_on_the_cpu() {
-        for (text, kind) in [("auto", Auto), ("fast", Fast), ("BURN", Burn), (" wgsl ", Wgsl)] {
+        let tensor = Wgsl(Arithmetic::Tensor);
+        for (text, kind) in [
+            ("auto", Auto),
+            ("fast", Fast),
+            ("BURN", Burn),
+            (" wgsl ", InferenceKind::WGSL),
+            ("wgsl:f32", Wgsl(Arithmetic::F32)),
+            ("wgsl:F16-pairs", Wgsl(Arithmetic::F16Pairs)),
+            ("wgsl:tensor", tensor),
+        ] {
             assert_eq!(text.parse::<InferenceKind>().unwrap(), kind, "{text}");
             assert_eq!(kind.to_string().parse::<InferenceKind>().unwrap(), kind);
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(serde_json::from_str::<InferenceKind>(&json).unwrap(), kind);
         }
-        let e = "gpu".parse::<InferenceKind>().unwrap_err().to_string();
-        assert!(e.contains("\"gpu\"") && e.contains("use auto, fast, burn or wgsl"), "{e}");
+        assert_eq!(InferenceKind::WGSL.to_string(), "wgsl");
+        assert_eq!(tensor.to_string(), "wgsl:tensor");
+        assert!(tensor.is_wgsl() && !Burn.is_wgsl());
+        for bad in ["gpu", "wgsl:", "wgsl:bf16", "tensor"] {
+            let e = bad.parse::<InferenceKind>().unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{bad:?}")) && e.contains("use auto, fast, burn, wgsl, or wgsl:ARITHMETIC"),
+                "{e}"
+            );
+        }
+        // A run config's key reads the same names and says what is wrong with a bad one.
+        #[derive(serde::Deserialize)]
+        struct Section {
+            inference: InferenceKind,
+        }
+        let read: Section = toml::from_str("inference = \"wgsl:tensor\"").unwrap();
+        assert_eq!(read.inference, tensor);
+        let e = toml::from_str::<Section>("inference = \"wgsl:bf16\"").err().unwrap().to_string();
+        assert!(e.contains("unknown inference \"wgsl:bf16\""), "{e}");
         // On the CPU device the GPU kernels are the fast path; burn stays burn.
         let cpu = crate::device::cpu();
-        let resolved: Vec<_> = [Auto, Fast, Burn, Wgsl].iter().map(|k| k.resolve_for(&cpu)).collect();
-        assert_eq!(resolved, [Fast, Fast, Burn, Fast]);
+        let resolved: Vec<_> =
+            [Auto, Fast, Burn, InferenceKind::WGSL, tensor].iter().map(|k| k.resolve_for(&cpu)).collect();
+        assert_eq!(resolved, [Fast, Fast, Burn, Fast, Fast]);
     }
 }

@@ -14,6 +14,7 @@
 //!   a wgpu device, the GPU twin of the fast path.
 //! - [`inference`]: [`NetEvaluator`] (implements `bredon_mcts::Evaluator`) and the batching
 //!   [`InferenceService`]: one thread owns the model, many searches send it positions.
+//! - [`positions`]: positions from random games, for start-up checks and benchmarks.
 //! - [`train`]: the training step (policy cross-entropy against visit counts + value MSE).
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
 //! - [`error`]: [`ModelError`] (checkpoints, exports) and [`error::OnnxError`].
@@ -35,6 +36,7 @@ pub mod model;
 pub mod onnx;
 mod optim;
 pub mod policy;
+pub mod positions;
 pub mod rows;
 pub mod train;
 #[cfg(feature = "wgpu")]

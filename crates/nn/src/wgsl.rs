@@ -49,6 +49,15 @@ pub enum WgslError {
         /// What the adapter lacks.
         why: String,
     },
+    /// The trunk in an arithmetic other than single precision moved the network's
+    /// priors or values by more than [`AGREEMENT_TOLERANCE`].
+    #[error("the wgsl kernels' {arithmetic} arithmetic disagrees with single precision on this network: {why}")]
+    Disagrees {
+        /// The arithmetic's name.
+        arithmetic: &'static str,
+        /// How far apart they were.
+        why: String,
+    },
     /// The device failed while running or reading back a pass.
     #[error("the wgsl forward pass failed on the device: {0}")]
     Execution(String),
@@ -311,6 +320,9 @@ const COOP_WORKGROUP_BYTES: u32 = 2 * 2 * (32 * 32 + 32 * 64) + 4 * 32 * 64;
 /// How far apart two arithmetics' priors and values may be for
 /// [`WgslNet::agrees_with`]: the bound every output of the kernels is held to.
 pub const AGREEMENT_TOLERANCE: f32 = 1e-3;
+
+/// Positions [`WgslNet::for_search`] compares the two arithmetics on.
+pub const SEARCH_CHECK_POSITIONS: usize = 64;
 /// Most taps of a matrix kernel (`array<vec4<i32>, 16>`), so boards up to 8x8.
 const MAX_TAPS: usize = 64;
 /// Most channels global pooling reads (`pooled: array<f32, 192>`).
@@ -431,6 +443,26 @@ impl WgslNet {
     pub fn for_model_with(model: &TakNet, size: usize, arithmetic: Arithmetic) -> Result<WgslNet, WgslError> {
         let adapter = adapter_for(&model.device())?;
         WgslNet::with_arithmetic(&FoldedNet::from_model(model, size), &adapter, arithmetic)
+    }
+
+    /// [`WgslNet::for_model_with`] for a search: in an arithmetic other than single
+    /// precision, the network's priors and values on [`SEARCH_CHECK_POSITIONS`] positions
+    /// of random games must first agree with single precision's within
+    /// [`AGREEMENT_TOLERANCE`] on the same adapter ([`WgslNet::agrees_with`]), or the
+    /// answer is [`WgslError::Disagrees`]: a device whose matrix units round differently
+    /// from what the kernels assume (or a network whose weights magnify the operands'
+    /// rounding) never plays with wrong priors unnoticed.
+    pub fn for_search(model: &TakNet, size: usize, arithmetic: Arithmetic) -> Result<WgslNet, WgslError> {
+        let net = WgslNet::for_model_with(model, size, arithmetic)?;
+        if arithmetic == Arithmetic::F32 {
+            return Ok(net);
+        }
+        let reference = WgslNet::for_model_with(model, size, Arithmetic::F32)?;
+        let positions = crate::positions::random_positions(size, SEARCH_CHECK_POSITIONS, 0x5eed);
+        let positions: Vec<&Position> = positions.iter().collect();
+        net.agrees_with(&reference, &positions)
+            .map_err(|why| WgslError::Disagrees { arithmetic: arithmetic.name(), why })?;
+        Ok(net)
     }
 
     /// The folded network `net` on `adapter`, in [`Arithmetic::DEFAULT`].
@@ -1264,27 +1296,6 @@ fn emu_store(c: u32, at: u32, stride: u32) {
             .concat()
     }
 
-    /// Legal positions of `size` reached by random play.
-    fn played_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut out = Vec::new();
-        while out.len() < n {
-            let mut pos = Position::new(size).unwrap();
-            for _ in 0..rng.random_range(0..2 * size * size) {
-                if pos.result().is_some() {
-                    break;
-                }
-                let moves = pos.legal_moves();
-                pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
-            }
-            if pos.result().is_none() {
-                out.push(pos);
-            }
-        }
-        out
-    }
-
     /// The tensor kernel with its matrix operations emulated ([`emulated_coop_kernel`])
     /// gives the single-precision kernels' logits, values, draws and margins on the
     /// shipped 6x6 and 4x4 networks to within the pairs' own rounding, in batches that end
@@ -1308,7 +1319,7 @@ fn emu_store(c: u32, at: u32, stride: u32) {
                 }
                 Err(e) => panic!("the emulation needs shader-f16 ({e}); CI's lavapipe has it"),
             };
-            let positions = played_positions(size, 64, 70 + size as u64);
+            let positions = crate::positions::random_positions(size, 64, 70 + size as u64);
             let mut at = 0;
             let mut worst = [0.0f32; 4];
             for b in batches {

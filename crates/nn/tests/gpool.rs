@@ -356,8 +356,14 @@ fn matmul_convolutions_train_like_burns_conv2d() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
         let batch = random_examples(&positions, &mut rng);
         let init = if cfg.global_pool { gpool_network(&cfg, &positions, 2) } else { trained(&cfg, &positions, 2) };
+        // Plain SGD: a step is the gradient times the learning rate, so equal gradients give
+        // equal weights. Adam divides each gradient by its own running size, which turns the
+        // last bits of a near-zero gradient (the two ways sum in different orders) into steps
+        // a sizeable fraction of the learning rate (4.2e-4 apart after 3 steps, in CI):
+        // that would test the optimiser's amplification, not the convolutions.
         let mut trainers = [Convolutions::Direct, Convolutions::Matmul].map(|c| {
-            let mut t = Trainer::from_model(&cfg, init.clone(), OptimizerSettings::default()).unwrap();
+            let sgd = OptimizerSettings { kind: bredon_nn::OptimizerKind::Sgd, ..OptimizerSettings::default() };
+            let mut t = Trainer::from_model(&cfg, init.clone(), sgd).unwrap();
             t.set_convolutions(c);
             assert_eq!(t.convolutions(), c);
             t
@@ -376,8 +382,17 @@ fn matmul_convolutions_train_like_burns_conv2d() {
         }
         let [a, b] = [0, 1].map(|i| trainers[i].model());
         for part in ["conv", "running_mean", "running_var", "gpool", "fc"] {
-            let d = max_diff(&tensor_values(&a, part), &tensor_values(&b, part));
-            assert!(d <= 1e-4, "{}: the {part} tensors differ by {d} after 3 steps", cfg.name());
+            let (after, other) = (tensor_values(&a, part), tensor_values(&b, part));
+            if after.is_empty() {
+                assert!(part == "gpool" && !cfg.global_pool, "{}: no {part} tensors", cfg.name());
+                continue;
+            }
+            // The steps moved these tensors (by ~1e-3 to ~0.7), and the two ways agree to
+            // single precision's rounding (~1e-8 to ~1e-7 measured; relative above 1).
+            let moved = max_diff(&after, &tensor_values(&init, part));
+            assert!(moved >= 1e-4, "{}: the {part} tensors moved only {moved} in 3 steps", cfg.name());
+            let d = max_diff(&after, &other);
+            assert!(d <= 1e-5, "{}: the {part} tensors differ by {d} after 3 steps", cfg.name());
         }
     }
 }

@@ -210,8 +210,8 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
     use bredon_nn::InferenceKind;
     // On a wgpu device `auto` is these kernels; burn's pass is there when asked for.
-    assert_eq!(InferenceKind::Wgsl.resolve_for(&wgpu()), InferenceKind::Wgsl);
-    assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::Wgsl);
+    assert_eq!(InferenceKind::WGSL.resolve_for(&wgpu()), InferenceKind::WGSL);
+    assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::WGSL);
     assert_eq!(InferenceKind::Burn.resolve_for(&wgpu()), InferenceKind::Burn);
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
     assert_wgsl_agrees(&m6, &played_positions(6, 300, 61), 6, &[1, 3, 37, 150, 109], "shipped 6x6");
@@ -270,6 +270,19 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     }
     let pairs = WgslNet::for_model_with(&m4, 4, Arithmetic::F16Pairs).unwrap();
     pairs.agrees_with(&auto, &probe).expect("f16 pairs agree with single precision");
+    // The search's engines: an arithmetic the adapter runs and that agrees with single
+    // precision on the network is what they run; one the adapter lacks is single
+    // precision (with a warning), not burn's pass.
+    use bredon_nn::InferenceKind;
+    use bredon_nn::inference::Engine;
+    let on_gpu = m4.clone().to_device(&wgpu());
+    let engine = Engine::new(on_gpu.clone(), 4, InferenceKind::Wgsl(Arithmetic::F16Pairs));
+    assert_eq!(engine.kind(), InferenceKind::Wgsl(Arithmetic::F16Pairs));
+    assert_eq!(engine.kind().to_string(), "wgsl:f16-pairs");
+    let tensor = Engine::new(on_gpu, 4, InferenceKind::Wgsl(Arithmetic::Tensor)).kind();
+    let has_tensor = WgslNet::for_model_with(&m4, 4, Arithmetic::Tensor).is_ok();
+    assert_eq!(tensor, InferenceKind::Wgsl(if has_tensor { Arithmetic::Tensor } else { Arithmetic::F32 }));
+    WgslNet::for_search(&m6, 6, Arithmetic::F16Pairs).expect("f16 pairs pass the search's start-up check on 6x6");
 }
 
 /// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a
@@ -297,7 +310,7 @@ fn a_network_the_wgsl_kernels_cannot_run_falls_back_to_burn() {
 /// on the CPU, with the shipped 6x6 network and several searches' requests at once.
 #[test]
 fn the_batching_service_on_wgpu_gives_the_cpu_priors() {
-    for kind in [bredon_nn::InferenceKind::Burn, bredon_nn::InferenceKind::Wgsl] {
+    for kind in [bredon_nn::InferenceKind::Burn, bredon_nn::InferenceKind::WGSL] {
         service_gives_the_cpu_priors(kind);
     }
 }
@@ -322,7 +335,7 @@ fn service_gives_the_cpu_priors(kind: bredon_nn::InferenceKind) {
                 for ((g, w), moves) in got.iter().zip(&want).zip(&legal) {
                     assert_eq!(g.policy.len(), moves.len());
                     assert!((g.value - w.value).abs() <= 1e-3, "{kind}: value {} vs {}", g.value, w.value);
-                    if kind == InferenceKind::Wgsl {
+                    if kind.is_wgsl() {
                         let (gd, wd) = (g.draw.expect("a draw"), w.draw.expect("a draw"));
                         assert!((gd - wd).abs() <= 1e-3, "draw {gd} vs {wd}");
                         let (gm, wm) = (g.margin.expect("a margin"), w.margin.expect("a margin"));

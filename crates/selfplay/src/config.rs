@@ -96,7 +96,10 @@ pub struct SelfPlayConfig {
     /// Forward pass of self-play and evaluation games: `auto` (the default: `fast` on the
     /// CPU, `wgsl` on a GPU device), `fast` (BatchNorm folded, hand-written SIMD kernels,
     /// CPU), `burn` (the training framework's, on the run's device) or `wgsl` (Bredon's own
-    /// WGSL kernels on the run's GPU, through wgpu; `fast` on the CPU).
+    /// WGSL kernels on the run's GPU, through wgpu; `fast` on the CPU). `wgsl:tensor` runs
+    /// the kernels' trunk on the GPU's tensor cores, where it has them and they agree with
+    /// single precision on the network (checked at start-up; otherwise single precision,
+    /// with a warning); `wgsl:f32` and `wgsl:f16-pairs` name the other arithmetics.
     pub inference: bredon_nn::InferenceKind,
     /// Inference threads of self-play, each with its own copy of the network and a
     /// forward pass on one core; the games' requests are dealt out among them. 0 (the
