@@ -79,75 +79,173 @@ pub fn encode(pos: &Position, input_version: u32, out: &mut [f32]) {
     assert!(planes(input_version) > 0, "unknown input version {input_version}");
     debug_assert_eq!(out.len(), planes(input_version) * area);
     out.fill(0.0);
-    let me = pos.side_to_move();
-    let them = me.opposite();
-    let mut set = |plane: usize, sq: usize, v: f32| out[plane * area + sq] = v;
-    for sq in 0..area {
-        let stack = pos.stack(Square(sq as u8));
-        if stack.height == 0 {
-            continue;
+    for_each_stack(pos, |sq, s| {
+        out[s.top * area + sq] = 1.0;
+        for d in 0..s.under {
+            out[(6 + 2 * d + ((s.theirs_under >> d) & 1) as usize) * area + sq] = 1.0;
         }
-        let top = stack.top().expect("non-empty");
-        let base = if top.color == me { 0 } else { 3 };
+        out[18 * area + sq] = height_plane(s.height);
+    });
+    for (k, v) in constant_planes(pos).into_iter().enumerate() {
+        if v != 0.0 {
+            out[(19 + k) * area..(20 + k) * area].fill(v);
+        }
+    }
+    if input_version >= 2 {
+        road_features(pos, |feature, sq, extent| {
+            out[(27 + feature) * area + sq] = if feature < 2 { 1.0 } else { reach_plane(extent, n) };
+        });
+    }
+}
+
+/// Per-position values of the compact form: the constant planes 19–26, in order.
+pub const COMPACT_CONSTANTS: usize = 8;
+/// Entries of [`compact_table`].
+pub const COMPACT_TABLE: usize = 32;
+/// Where the group extents' reach values start in [`compact_table`].
+pub const COMPACT_REACH_AT: usize = 16;
+/// Stack heights the compact form tells apart: plane 18 is 1 from 10 up.
+const HEIGHT_CAP: usize = 10;
+
+/// A position in the compact form that the GPU's kernels expand into the planes of
+/// [`encode`] on the device ([`crate::wgsl`]): a `u32` per square in `squares` (length
+/// N²) and the constant planes' values in `constants` (length [`COMPACT_CONSTANTS`]),
+/// about 25 times fewer bytes than the planes on 6x6. A square's bits, seen from the
+/// side to move:
+///
+/// | bits | content |
+/// |---|---|
+/// | 0–2 | the top piece: 0 none, 1 + its plane (1–3 mine flat, wall, capstone; 4–6 theirs) |
+/// | 3–8 | the pieces under the top, nearest first: 1 if theirs |
+/// | 9–11 | how many of those are encoded (at most [`DEPTH`]) |
+/// | 12–15 | the stack's height, capped at 10 (a row of [`compact_table`]) |
+/// | 16, 17 | my, their road in one (version 2) |
+/// | 18–21, 22–25 | the extent of my, their road group on it, 0 if none (version 2; a row of [`compact_table`] from [`COMPACT_REACH_AT`]) |
+///
+/// The values that are not 0 or 1 come from [`compact_table`], computed on the host by
+/// the same expressions as [`encode`]'s, so the expansion gives the same floats to the bit.
+pub fn encode_compact(pos: &Position, input_version: u32, squares: &mut [u32], constants: &mut [f32]) {
+    assert!(planes(input_version) > 0, "unknown input version {input_version}");
+    debug_assert_eq!(squares.len(), pos.size() * pos.size());
+    squares.fill(0);
+    for_each_stack(pos, |sq, s| {
+        squares[sq] = (s.top as u32 + 1)
+            | (s.theirs_under << 3)
+            | ((s.under as u32) << 9)
+            | ((s.height.min(HEIGHT_CAP) as u32) << 12);
+    });
+    constants.copy_from_slice(&constant_planes(pos));
+    if input_version >= 2 {
+        road_features(pos, |feature, sq, extent| {
+            squares[sq] |= match feature {
+                0 => 1 << 16,
+                1 => 1 << 17,
+                f => (extent as u32) << (18 + 4 * (f - 2)),
+            };
+        });
+    }
+}
+
+/// The values a compact square's height (rows 0–10) and group extent (rows
+/// [`COMPACT_REACH_AT`] + 0–8) stand for on a board of `size`.
+pub fn compact_table(size: usize) -> [f32; COMPACT_TABLE] {
+    let mut t = [0.0; COMPACT_TABLE];
+    for (h, v) in t[..=HEIGHT_CAP].iter_mut().enumerate() {
+        *v = height_plane(h);
+    }
+    for (e, v) in t[COMPACT_REACH_AT..=COMPACT_REACH_AT + 8].iter_mut().enumerate() {
+        *v = reach_plane(e, size);
+    }
+    t
+}
+
+/// Plane 18: the stack's height / 10, capped at 1.
+fn height_plane(height: usize) -> f32 {
+    (height as f32 / 10.0).min(1.0)
+}
+
+/// Planes 29–30: a road group's extent / N.
+fn reach_plane(extent: usize, n: usize) -> f32 {
+    extent as f32 / n as f32
+}
+
+/// An occupied square seen from the side to move.
+struct StackView {
+    /// The plane of its top piece (0–5).
+    top: usize,
+    /// Bit `d`: the `d`-th piece under the top is theirs.
+    theirs_under: u32,
+    /// How many pieces under the top are encoded.
+    under: usize,
+    height: usize,
+}
+
+/// Every occupied square of `pos` with what planes 0–18 read of it.
+fn for_each_stack(pos: &Position, mut f: impl FnMut(usize, StackView)) {
+    let me = pos.side_to_move();
+    for sq in 0..pos.size() * pos.size() {
+        let stack = pos.stack(Square(sq as u8));
+        let Some(top) = stack.top() else { continue };
         let kind = match top.kind {
             PieceKind::Flat => 0,
             PieceKind::Wall => 1,
             PieceKind::Cap => 2,
         };
-        set(base + kind, sq, 1.0);
-        for d in 0..DEPTH.min(stack.height - 1) {
+        let under = DEPTH.min(stack.height - 1);
+        let mut theirs_under = 0;
+        for d in 0..under {
             let level = stack.height - 2 - d;
             let black = (stack.colors >> level) & 1 == 1;
             let color = if black { Color::Black } else { Color::White };
-            set(6 + 2 * d + usize::from(color != me), sq, 1.0);
+            theirs_under |= u32::from(color != me) << d;
         }
-        set(18, sq, (stack.height as f32 / 10.0).min(1.0));
+        let top = if top.color == me { kind } else { 3 + kind };
+        f(sq, StackView { top, theirs_under, under, height: stack.height });
     }
+}
+
+/// Planes 19–26: the same value on every square.
+fn constant_planes(pos: &Position) -> [f32; COMPACT_CONSTANTS] {
+    let me = pos.side_to_move();
+    let them = me.opposite();
     let opts = pos.options();
     let frac = |x: u8, of: u8| if of == 0 { 0.0 } else { x as f32 / of as f32 };
     let (ms, mc) = pos.reserves(me);
     let (ts, tc) = pos.reserves(them);
-    let komi = pos.half_komi() as f32 / 2.0 / 4.0;
-    let constants = [
-        (19, frac(ms, opts.stones)),
-        (20, frac(mc, opts.caps)),
-        (21, frac(ts, opts.stones)),
-        (22, frac(tc, opts.caps)),
-        (23, if me == Color::White { 1.0 } else { 0.0 }),
-        (24, if me == Color::Black { komi } else { -komi }),
-        (25, if pos.is_opening() { 1.0 } else { 0.0 }),
-        (26, 1.0),
-    ];
-    for (plane, v) in constants {
-        if v != 0.0 {
-            out[plane * area..(plane + 1) * area].fill(v);
-        }
-    }
-    if input_version >= 2 {
-        encode_road_features(pos, out);
-    }
+    // komi / 4 from my side (halves over 8, exact), negated as an integer so that no
+    // plane holds −0.0
+    let half_komi = i32::from(pos.half_komi());
+    let komi = |half: i32| half as f32 / 8.0;
+    [
+        frac(ms, opts.stones),
+        frac(mc, opts.caps),
+        frac(ts, opts.stones),
+        frac(tc, opts.caps),
+        if me == Color::White { 1.0 } else { 0.0 },
+        komi(if me == Color::Black { half_komi } else { -half_komi }),
+        if pos.is_opening() { 1.0 } else { 0.0 },
+        1.0,
+    ]
 }
 
-/// Planes 27–30 of version 2 (see the module documentation).
-fn encode_road_features(pos: &Position, out: &mut [f32]) {
-    let n = pos.size();
-    let area = n * n;
+/// Planes 27–30 of version 2 (see the module documentation), as `f(feature, square,
+/// extent)`: feature 0 and 1 my and their road-in-one squares, 2 and 3 the squares of my
+/// and their road groups with the group's extent.
+fn road_features(pos: &Position, mut f: impl FnMut(usize, usize, usize)) {
     let info = pos.info();
     let me = pos.side_to_move();
     for (i, color) in [me, me.opposite()].into_iter().enumerate() {
         let (stones, caps) = pos.reserves(color);
         if stones > 0 || caps > 0 {
-            let plane = (27 + i) * area;
             for sq in BitIter(pos.road_completion_squares(color)) {
-                out[plane + sq.index()] = 1.0;
+                f(i, sq.index(), 0);
             }
         }
-        let plane = (29 + i) * area;
         for group in pos.road_groups(color) {
             let (rows, cols) = info.extent(group);
-            let reach = rows.max(cols) as f32 / n as f32;
+            let extent = rows.max(cols);
             for sq in BitIter(group) {
-                out[plane + sq.index()] = reach;
+                f(2 + i, sq.index(), extent);
             }
         }
     }
@@ -239,6 +337,70 @@ mod tests {
         encode(&pos, v, &mut x);
         assert_eq!(at(&x, 4, 28, "a1"), 1.0);
         assert_eq!(x[27 * 16..28 * 16].iter().sum::<f32>(), 0.0);
+    }
+
+    /// The compact form's planes as the GPU's expansion kernel (`wgsl/expand.wgsl`) reads
+    /// them, on the host.
+    fn expand(squares: &[u32], constants: &[f32], version: u32, n: usize) -> Vec<f32> {
+        let area = n * n;
+        let table = compact_table(n);
+        let mut out = vec![0.0; input_len(version, n)];
+        for (sq, &c) in squares.iter().enumerate() {
+            for p in 0..planes(version) {
+                out[p * area + sq] = match p {
+                    0..6 => f32::from(c & 7 == p as u32 + 1),
+                    6..18 => {
+                        let d = (p - 6) / 2;
+                        f32::from(d < ((c >> 9) & 7) as usize && (c >> (3 + d)) & 1 == ((p - 6) % 2) as u32)
+                    }
+                    18 => table[((c >> 12) & 15) as usize],
+                    19..27 => constants[p - 19],
+                    27 | 28 => f32::from((c >> (16 + p - 27)) & 1 == 1),
+                    _ => table[COMPACT_REACH_AT + ((c >> (18 + 4 * (p - 29))) & 15) as usize],
+                };
+            }
+        }
+        out
+    }
+
+    /// The compact form expands to [`encode`]'s planes to the bit, in both versions, on
+    /// random positions of every size (tall stacks, empty reserves, both sides to move)
+    /// and the ones of the tests above.
+    #[test]
+    fn the_compact_form_expands_to_the_same_planes() {
+        let mut positions = Vec::new();
+        for n in 3..=8 {
+            positions.extend(crate::positions::random_positions(n, 60, n as u64));
+        }
+        for tps in [
+            "x3,12,2S/x,22S,22C,11,21/121,212,12,1121C,1212S/21S,1,21,211S,12S/x,21S,2,x2 1 26",
+            "x,x,2,2/x,x,2,2/1,1,1,x/x3,2 2 6",
+            "2,2,x,2S/1,x3/x4/x,1,1,1 1 5",
+            "1212121212121C,x4/x5/x5/x5/x5 2 30",
+        ] {
+            positions.push(parse_tps(tps).unwrap());
+        }
+        assert!(positions.iter().any(|p| (0..p.size() * p.size()).any(|s| p.stack(Square(s as u8)).height > 10)));
+        for pos in &positions {
+            let n = pos.size();
+            for v in [1, 2] {
+                let mut want = vec![0.0; input_len(v, n)];
+                encode(pos, v, &mut want);
+                let (mut squares, mut constants) = (vec![7; n * n], [9.0; COMPACT_CONSTANTS]);
+                encode_compact(pos, v, &mut squares, &mut constants);
+                let got = expand(&squares, &constants, v, n);
+                let bad: Vec<(usize, f32, f32)> = want
+                    .iter()
+                    .zip(&got)
+                    .enumerate()
+                    .filter(|(_, (a, b))| a.to_bits() != b.to_bits())
+                    .map(|(i, (a, b))| (i / (n * n), *a, *b))
+                    .take(5)
+                    .collect();
+                let tps = bredon_rules::notation::write_tps(pos);
+                assert!(bad.is_empty(), "{tps} v{v}: (plane, encoded, expanded) {bad:?}");
+            }
+        }
     }
 
     #[test]

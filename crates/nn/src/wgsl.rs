@@ -2,9 +2,12 @@
 //! WGSL kernels over the folded weights ([`FoldedNet`]), the GPU twin of the CPU's fast
 //! path ([`crate::fast`]). burn stays for training.
 //!
-//! A pass is one submission: the positions are encoded on the host into the zero-padded
-//! channels-last board the kernels read and uploaded with each position's legal moves;
-//! every layer runs as one matrix kernel (`wgsl/gemm.wgsl`: the stem, two 3x3
+//! A pass is one submission: the positions are encoded on the host in a compact form (a
+//! `u32` per square and eight constants, [`crate::encoding::encode_compact`]: 176 bytes a
+//! 6x6 position instead of 7,936 of planes) and uploaded with each position's legal moves;
+//! a first kernel (`wgsl/expand.wgsl`) writes the input planes, channels-last on the
+//! zero-padded board, from it on the device (the same floats as the host's planes, to the
+//! bit); every layer runs as one matrix kernel (`wgsl/gemm.wgsl`: the stem, two 3x3
 //! convolutions per residual block with the residual added in place, the 1x1 heads, the
 //! policy's last layer and the value head's dense layer), with global pooling, value
 //! pooling, the value head's last layer and the legal moves' softmax as small kernels of
@@ -23,7 +26,7 @@ use bredon_rules::{Move, Position};
 use burn::tensor::wgpu::wgpu;
 use rayon::prelude::*;
 
-use crate::encoding::{encode, input_len, planes};
+use crate::encoding::{COMPACT_CONSTANTS, compact_table, encode_compact, planes};
 use crate::folded::{FoldedNet, Matrix};
 pub use crate::inference::Arithmetic;
 use crate::model::{TakNet, pool_size_scale};
@@ -255,6 +258,8 @@ struct GemmOp {
 /// The kernels of a pass, in order.
 #[derive(Clone, Debug)]
 enum Op {
+    /// The input planes from the positions' compact form.
+    Expand,
     Gemm(GemmOp),
     /// Global pooling of block `.0` on `Y`.
     Gpool(usize),
@@ -270,6 +275,7 @@ struct Pipelines {
     gemm4: wgpu::ComputePipeline,
     /// Output rows of a `gemm4` workgroup (128, or 32 on cooperative matrices).
     gemm4_rows: u32,
+    expand: wgpu::ComputePipeline,
     gpool: wgpu::ComputePipeline,
     vpool: wgpu::ComputePipeline,
     value: wgpu::ComputePipeline,
@@ -336,13 +342,17 @@ struct Set {
     pix: wgpu::Buffer,
     ident: wgpu::Buffer,
     pos: wgpu::Buffer,
+    /// The positions' compact form: a `u32` per square, the constants of each.
+    squares: wgpu::Buffer,
+    per_position: wgpu::Buffer,
     offs: wgpu::Buffer,
     idx: wgpu::Buffer,
     out: wgpu::Buffer,
     staging: wgpu::Buffer,
     params: wgpu::Buffer,
     groups: Vec<wgpu::BindGroup>,
-    host_x: Vec<f32>,
+    host_squares: Vec<u32>,
+    host_per_position: Vec<f32>,
 }
 
 impl Set {
@@ -593,6 +603,7 @@ impl WgslNet {
             gemm: pipeline("gemm", SCALAR_KERNEL),
             gemm4: pipeline("gemm4", &trunk.0),
             gemm4_rows: trunk.1,
+            expand: pipeline("expand", include_str!("wgsl/expand.wgsl")),
             gpool: pipeline("gpool", include_str!("wgsl/gpool.wgsl")),
             vpool: pipeline("vpool", include_str!("wgsl/vpool.wgsl")),
             value: pipeline("value", include_str!("wgsl/value.wgsl")),
@@ -628,7 +639,7 @@ impl WgslNet {
             relu: true,
             rows_per_position: area32,
         };
-        let mut ops = vec![Op::Gemm(conv(add(Matrix::conv3(&net.stem)), Act::X, Act::H, pl, false))];
+        let mut ops = vec![Op::Expand, Op::Gemm(conv(add(Matrix::conv3(&net.stem)), Act::X, Act::H, pl, false))];
         for (i, (c1, c2)) in net.blocks.iter().enumerate() {
             ops.push(Op::Gemm(conv(add(Matrix::conv3(c1)), Act::H, Act::Y, ch, false)));
             if net.gpool[i].is_some() {
@@ -871,27 +882,23 @@ impl WgslNet {
             *guard = Some(self.make_set(positions, moves));
         }
         let set = guard.as_mut().expect("a set of buffers");
-        // Input planes, channels-last on the padded board (the border stays zero).
-        let per = s.padded * s.planes;
-        let row = (s.n + 2, s.planes);
-        set.host_x[..b * per].par_chunks_mut(per).zip(positions.par_iter()).for_each_init(
-            || vec![0.0f32; input_len(s.input_version, s.n)],
-            |planes_buf, (x, pos)| {
-                encode(pos, s.input_version, planes_buf);
-                for sq in 0..s.area {
-                    let pix = (sq / s.n + 1) * row.0 + sq % s.n + 1;
-                    for (p, v) in x[pix * row.1..(pix + 1) * row.1].iter_mut().enumerate() {
-                        *v = planes_buf[p * s.area + sq];
-                    }
-                }
-            },
-        );
+        // The positions' compact form (the expansion kernel writes the planes from it).
+        set.host_squares[..b * s.area]
+            .par_chunks_mut(s.area)
+            .zip(set.host_per_position[..b * COMPACT_CONSTANTS].par_chunks_mut(COMPACT_CONSTANTS))
+            .zip(positions.par_iter())
+            .for_each(|((squares, constants), pos)| encode_compact(pos, s.input_version, squares, constants));
         let encoded = clock.elapsed();
         if let Some(t) = times.as_deref_mut() {
             t.encode = encoded;
         }
         let clock = std::time::Instant::now();
-        self.queue.write_buffer(set.act(Act::X), 0, bytemuck::cast_slice(&set.host_x[..b * per]));
+        self.queue.write_buffer(&set.squares, 0, bytemuck::cast_slice(&set.host_squares[..b * s.area]));
+        self.queue.write_buffer(
+            &set.per_position,
+            0,
+            bytemuck::cast_slice(&set.host_per_position[..b * COMPACT_CONSTANTS]),
+        );
         self.queue.write_buffer(&set.offs, 0, bytemuck::cast_slice(&offs));
         if total > 0 {
             self.queue.write_buffer(&set.idx, 0, bytemuck::cast_slice(&idx));
@@ -908,6 +915,7 @@ impl WgslNet {
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("forward"), timestamp_writes: None });
             for (op, group) in self.ops.iter().zip(&set.groups) {
                 let (pipeline, groups) = match op {
+                    Op::Expand => (&self.pipelines.expand, (b as u32, 1)),
                     Op::Gemm(g) => {
                         let m = b as u32 * g.rows_per_position;
                         let n = self.matrices[g.matrix].n;
@@ -946,6 +954,10 @@ impl WgslNet {
         let mut bytes = vec![0u8; self.ops.len() * PARAM_SLOT as usize];
         for (i, op) in self.ops.iter().enumerate() {
             let mut words: Vec<u32> = match op {
+                Op::Expand => [s.n as u32, s.planes as u32, 0, 0]
+                    .into_iter()
+                    .chain(compact_table(s.n).map(f32::to_bits))
+                    .collect(),
                 Op::Gemm(g) => {
                     let flags = u32::from(g.residual) | (u32::from(g.relu) << 1);
                     let mut w = vec![
@@ -995,7 +1007,8 @@ impl WgslNet {
         let none = wgpu::BufferUsages::empty();
         let rows = positions * s.area;
         let acts = vec![
-            (Act::X, storage(d, "x", positions * s.padded * s.planes, wgpu::BufferUsages::COPY_DST)),
+            // (read back by a test)
+            (Act::X, storage(d, "x", positions * s.padded * s.planes, wgpu::BufferUsages::COPY_SRC)),
             (Act::H, storage(d, "h", positions * s.padded * s.channels, none)),
             (Act::Y, storage(d, "y", positions * s.padded * s.channels, none)),
             (Act::Head, storage(d, "head", rows * s.heads(), none)),
@@ -1019,6 +1032,8 @@ impl WgslNet {
             pix: upload(d, &self.queue, "pix", &pix),
             ident: upload(d, &self.queue, "ident", &ident),
             pos: upload(d, &self.queue, "pos", &pos),
+            squares: storage(d, "squares", rows, wgpu::BufferUsages::COPY_DST),
+            per_position: storage(d, "per position", positions * COMPACT_CONSTANTS, wgpu::BufferUsages::COPY_DST),
             offs: storage(d, "offs", positions + 1, wgpu::BufferUsages::COPY_DST),
             idx: storage(d, "idx", moves, wgpu::BufferUsages::COPY_DST),
             out: storage(d, "out", out_floats, wgpu::BufferUsages::COPY_SRC),
@@ -1035,7 +1050,8 @@ impl WgslNet {
                 mapped_at_creation: false,
             }),
             groups: Vec::new(),
-            host_x: vec![0.0; positions * s.padded * s.planes],
+            host_squares: vec![0; rows],
+            host_per_position: vec![0.0; positions * COMPACT_CONSTANTS],
         };
         set.groups = self.ops.iter().enumerate().map(|(i, op)| self.bind(&set, i, op)).collect();
         set
@@ -1045,6 +1061,7 @@ impl WgslNet {
     fn bind(&self, set: &Set, i: usize, op: &Op) -> wgpu::BindGroup {
         // The kernel's slot of the parameters, at its struct's size.
         let params_size = match op {
+            Op::Expand => 144,
             Op::Gemm(_) => 288,
             Op::Gpool(_) | Op::Gather => 16,
             Op::VPool | Op::Value => 32,
@@ -1060,6 +1077,7 @@ impl WgslNet {
             Rows::Pos => &set.pos,
         };
         let (pipeline, buffers): (_, Vec<&wgpu::Buffer>) = match op {
+            Op::Expand => (&self.pipelines.expand, vec![&set.squares, &set.per_position, set.act(Act::X)]),
             Op::Gemm(g) => {
                 let m = &self.matrices[g.matrix];
                 (
@@ -1294,6 +1312,66 @@ fn emu_store(c: u32, at: u32, stride: u32) {
 ";
         ["enable f16;\n", include_str!("wgsl/gemm_vec4.wgsl"), include_str!("wgsl/gemm_common.wgsl"), &body, emulation]
             .concat()
+    }
+
+    /// The input planes the expansion kernel writes on the device from the compact form
+    /// are [`crate::encoding::encode`]'s on the host to the bit, on the padded board with
+    /// a zero border, for the shipped networks of both input versions, in a batch that
+    /// reuses a set of buffers written by a larger one.
+    #[test]
+    fn the_planes_expanded_on_the_device_are_the_hosts() {
+        use crate::encoding::{encode, input_len};
+        let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+        let mut versions = std::collections::BTreeSet::new();
+        for (size, name) in [(4, ""), (5, ""), (6, ""), (4, "-v1"), (6, "-v1")] {
+            let (model, _) = crate::load_exported(&shipped.join(format!("{size}x{size}{name}.bredon"))).unwrap();
+            let net = WgslNet::for_model(&model, size).unwrap_or_else(|e| panic!("{e}"));
+            let s = net.shape;
+            versions.insert(s.input_version);
+            let mut positions = crate::positions::random_positions(size, 70, 90 + size as u64);
+            if size == 5 {
+                // A stack taller than plane 18 tells apart, a capstone on top, black to move.
+                positions.push(bredon_rules::notation::parse_tps("1212121212121C,x4/x5/x5/x5/x5 2 30").unwrap());
+            }
+            for batch in [positions.len(), 9] {
+                let chunk: Vec<&Position> = positions[..batch].iter().collect();
+                let ticket = net.launch(&chunk, None).unwrap();
+                let floats = batch * s.padded * s.planes;
+                let staging = net.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("planes read back"),
+                    size: (floats * 4) as u64,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let x = ticket.set.as_ref().expect("a set of buffers").act(Act::X);
+                let mut encoder = net.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                encoder.copy_buffer_to_buffer(x, 0, &staging, 0, (floats * 4) as u64);
+                let submission = net.queue.submit([encoder.finish()]);
+                staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+                net.wait(submission).unwrap();
+                let got: Vec<f32> = bytemuck::cast_slice(&staging.slice(..).get_mapped_range().unwrap()).to_vec();
+                drop(ticket);
+                let mut planes = vec![0.0; input_len(s.input_version, size)];
+                for (i, pos) in chunk.iter().enumerate() {
+                    encode(pos, s.input_version, &mut planes);
+                    for pix in 0..s.padded {
+                        let (r, c) = (pix / (size + 2), pix % (size + 2));
+                        let inside = (1..=size).contains(&r) && (1..=size).contains(&c);
+                        for p in 0..s.planes {
+                            let want = if inside { planes[p * s.area + (r - 1) * size + c - 1] } else { 0.0 };
+                            let have = got[(i * s.padded + pix) * s.planes + p];
+                            assert_eq!(
+                                have.to_bits(),
+                                want.to_bits(),
+                                "{size}x{size} v{}, position {i}, plane {p}, pixel ({r}, {c}): {have} vs {want}",
+                                s.input_version
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(versions.len(), 2, "the shipped networks have both input versions: {versions:?}");
     }
 
     /// The tensor kernel with its matrix operations emulated ([`emulated_coop_kernel`])
