@@ -34,6 +34,9 @@
 //!
 //! The reach is symmetric under the board's eight symmetries (unlike "touches the north
 //! edge" planes), and a group of reach 1 − 1/N needs one more square in its direction.
+//!
+//! [`encode_compact`] writes the same information as a `u32` per square and the eight
+//! constants, for the GPU's kernels to expand into these planes on the device.
 
 use crate::limits::ModelFileError;
 use bredon_rules::{BitIter, Color, PieceKind, Position, Square};
