@@ -546,6 +546,10 @@ impl WgslNet {
         if area > MAX_TAPS {
             return Err(WgslError::Unsupported(format!("{n}x{n} boards (at most 8x8)")));
         }
+        // The gather kernel reads the moves' offsets as 16 bits (65,472 logits on 8x8).
+        if shape.logits_block() > 1 << 16 {
+            return Err(WgslError::Unsupported(format!("{} logits a position", shape.logits_block())));
+        }
         if let Some(g) = net.gpool.iter().flatten().map(|l| l.din / 3).max()
             && g > MAX_POOLED
         {
@@ -853,12 +857,14 @@ impl WgslNet {
             Some(legal) => legal.iter().map(|m| m.len()).collect(),
             None => vec![s.policy; b],
         };
-        let idx: Vec<u32> = match legal {
+        // Two to a word on the device (a block of logits fits in 16 bits: checked at start),
+        // padded to whole words.
+        let mut idx: Vec<u16> = match legal {
             Some(legal) => legal
                 .par_iter()
-                .flat_map_iter(|moves| moves.iter().map(|&m| s.logit_offset(move_to_index(m, s.n))))
+                .flat_map_iter(|moves| moves.iter().map(|&m| s.logit_offset(move_to_index(m, s.n)) as u16))
                 .collect(),
-            None => (0..b).flat_map(|_| (0..s.policy).map(|k| s.logit_offset(k))).collect(),
+            None => (0..b).flat_map(|_| (0..s.policy).map(|k| s.logit_offset(k) as u16)).collect(),
         };
         let offs: Vec<u32> = std::iter::once(0)
             .chain(lens.iter().scan(0u32, |at, &n| {
@@ -867,6 +873,7 @@ impl WgslNet {
             }))
             .collect();
         let total = idx.len();
+        idx.resize(total.next_multiple_of(2), 0);
         let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
         let mut guard = self.sets[k].lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|set| set.positions < b || set.moves < total) {
@@ -1035,7 +1042,7 @@ impl WgslNet {
             squares: storage(d, "squares", rows, wgpu::BufferUsages::COPY_DST),
             per_position: storage(d, "per position", positions * COMPACT_CONSTANTS, wgpu::BufferUsages::COPY_DST),
             offs: storage(d, "offs", positions + 1, wgpu::BufferUsages::COPY_DST),
-            idx: storage(d, "idx", moves, wgpu::BufferUsages::COPY_DST),
+            idx: storage(d, "idx", moves.div_ceil(2), wgpu::BufferUsages::COPY_DST),
             out: storage(d, "out", out_floats, wgpu::BufferUsages::COPY_SRC),
             staging: d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("staging"),
