@@ -3,7 +3,6 @@
 //! and for benchmarks.
 
 use bredon_rules::{GameOptions, Position};
-use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -21,8 +20,10 @@ pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
                 break;
             }
             let moves = pos.legal_moves();
-            let Some(&mv) = moves.choose(&mut rng) else { break };
-            pos.make(mv);
+            if moves.is_empty() {
+                break;
+            }
+            pos.make(moves[rng.random_range(0..moves.len())]);
         }
         if pos.result().is_none() {
             out.push(pos);

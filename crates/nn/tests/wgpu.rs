@@ -4,36 +4,17 @@
 #![cfg(feature = "wgpu")]
 
 mod common;
+use bredon_nn::positions::random_positions;
 use bredon_nn::train::{OptimizerSettings, encode_batch};
 use bredon_nn::{Convolutions, DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_devices, load_exported};
 use bredon_rules::Position;
 use burn::module::Module;
 use burn::prelude::{Device, Tensor};
 use common::{random_examples, real_positions, trained, with_random_tensors};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 fn wgpu() -> Device {
     DeviceChoice::Wgpu(None).open().unwrap_or_else(|e| panic!("no wgpu device: {e}"))
-}
-
-/// Legal positions of `size` reached by random play.
-fn played_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
-    while out.len() < n {
-        let mut pos = Position::new(size).unwrap();
-        for _ in 0..rng.random_range(0..2 * size * size) {
-            let moves = pos.legal_moves();
-            if pos.result().is_some() {
-                break;
-            }
-            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
-        }
-        if pos.result().is_none() {
-            out.push(pos);
-        }
-    }
-    out
 }
 
 fn floats(t: Tensor<2>) -> Vec<f32> {
@@ -61,7 +42,7 @@ fn shipped_models_give_the_same_outputs_on_wgpu_as_on_the_cpu() {
     let (m5, meta5) = load_exported(&shipped.join("5x5.bredon")).unwrap();
     assert_heads_agree(&m5, &real[..real.len().min(128)], 5, "shipped 5x5");
     let (m4, meta4) = load_exported(&shipped.join("4x4.bredon")).unwrap();
-    assert_heads_agree(&m4, &played_positions(4, 64, 4), 4, "shipped 4x4");
+    assert_heads_agree(&m4, &random_positions(4, 64, 4), 4, "shipped 4x4");
     assert_eq!((meta4.size, meta5.size), (4, 5));
 }
 
@@ -79,7 +60,7 @@ fn every_head_of_a_trained_conv_net_agrees_on_wgpu() {
         policy_filters: 8,
         ..NetConfig::default_for_size(6)
     };
-    let positions = played_positions(6, 96, 6);
+    let positions = random_positions(6, 96, 6);
     let mut trainer = Trainer::new(&cfg, OptimizerSettings::default(), 3).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     for chunk in positions.chunks(32) {
@@ -96,7 +77,7 @@ fn training_steps_on_wgpu_follow_the_cpu() {
     // of computing the convolutions (the default there: matrix products over rows), on
     // the CPU with burn's conv2d.
     let cfg = NetConfig { blocks: 1, channels: 16, wdl: true, aux: true, ..NetConfig::default_for_size(4) };
-    let positions = played_positions(4, 64, 8);
+    let positions = random_positions(4, 64, 8);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
     let batch = random_examples(&positions, &mut rng);
     let init = Trainer::new(&cfg, OptimizerSettings::default(), 5).unwrap().model();
@@ -214,9 +195,9 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::WGSL);
     assert_eq!(InferenceKind::Burn.resolve_for(&wgpu()), InferenceKind::Burn);
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
-    assert_wgsl_agrees(&m6, &played_positions(6, 300, 61), 6, &[1, 3, 37, 150, 109], "shipped 6x6");
+    assert_wgsl_agrees(&m6, &random_positions(6, 300, 61), 6, &[1, 3, 37, 150, 109], "shipped 6x6");
     let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();
-    assert_wgsl_agrees(&m4, &played_positions(4, 80, 41), 4, &[1, 79], "shipped 4x4");
+    assert_wgsl_agrees(&m4, &random_positions(4, 80, 41), 4, &[1, 79], "shipped 4x4");
     // The dense heads (policy to every move, value over every square's features), global
     // pooling made to matter, tanh value, no auxiliary heads, on 5x5 with odd widths.
     let cfg = NetConfig {
@@ -228,7 +209,7 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
         value_filters: 5,
         ..NetConfig::default_for_size(5)
     };
-    let positions = played_positions(5, 120, 51);
+    let positions = random_positions(5, 120, 51);
     let model = with_random_tensors(&trained(&cfg, &positions, 5), &cfg, &["gpool"], 0.3, 9);
     assert_wgsl_agrees(&model, &positions, 5, &[2, 65, 33], "dense-head 5x5");
 }
@@ -244,24 +225,24 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
     let pairs = Arithmetic::F16Pairs;
-    assert_wgsl_agrees_in(pairs, &m6, &played_positions(6, 200, 62), 6, &[1, 37, 150], "shipped 6x6, f16 pairs");
+    assert_wgsl_agrees_in(pairs, &m6, &random_positions(6, 200, 62), 6, &[1, 37, 150], "shipped 6x6, f16 pairs");
     let (m4, _) = load_exported(&shipped.join("4x4.bredon")).unwrap();
-    assert_wgsl_agrees_in(pairs, &m4, &played_positions(4, 80, 42), 4, &[80], "shipped 4x4, f16 pairs");
+    assert_wgsl_agrees_in(pairs, &m4, &random_positions(4, 80, 42), 4, &[80], "shipped 4x4, f16 pairs");
     let cfg =
         NetConfig { blocks: 2, channels: 24, policy_filters: 6, value_filters: 5, ..NetConfig::default_for_size(5) };
-    let positions = played_positions(5, 70, 52);
+    let positions = random_positions(5, 70, 52);
     let model = trained(&cfg, &positions, 5);
     assert_wgsl_agrees_in(pairs, &model, &positions, 5, &[70], "dense-head 5x5, f16 pairs");
     let auto = WgslNet::for_model(&m4, 4).unwrap();
     assert_eq!(auto.arithmetic(), Arithmetic::F32, "single precision unless asked");
-    let probe = played_positions(4, 64, 43);
+    let probe = random_positions(4, 64, 43);
     let probe: Vec<&Position> = probe.iter().collect();
     match WgslNet::for_model_with(&m4, 4, Arithmetic::Tensor) {
         Ok(net) => {
             // A device with cooperative matrices (a real GPU): they agree too.
             assert_eq!(net.arithmetic(), Arithmetic::Tensor);
             net.agrees_with(&auto, &probe).unwrap();
-            assert_wgsl_agrees_in(Arithmetic::Tensor, &m6, &played_positions(6, 200, 63), 6, &[1, 150], "tensor");
+            assert_wgsl_agrees_in(Arithmetic::Tensor, &m6, &random_positions(6, 200, 63), 6, &[1, 150], "tensor");
         }
         Err(e) => {
             assert!(e.to_string().contains("tensor arithmetic is not on this adapter: the adapter has no"), "{e}");
@@ -322,7 +303,7 @@ fn service_gives_the_cpu_priors(kind: bredon_nn::InferenceKind) {
     let (model, meta) = load_exported(&shipped).unwrap();
     let cpu = bredon_nn::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::Fast);
     let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, kind);
-    let sets: Vec<Vec<Position>> = (0..4).map(|i| played_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
+    let sets: Vec<Vec<Position>> = (0..4).map(|i| random_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
     std::thread::scope(|scope| {
         for set in &sets {
             let (handle, cpu) = (service.handle(), &cpu);
