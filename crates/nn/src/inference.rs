@@ -183,23 +183,18 @@ impl Engine {
         match kind.resolve_for(&model.device()) {
             InferenceKind::Burn => Engine::Burn(model, size),
             #[cfg(feature = "wgpu")]
-            InferenceKind::Wgsl(arithmetic) => {
-                use crate::wgsl::{WgslError, WgslNet};
-                let net = match WgslNet::for_search(&model, size, arithmetic) {
-                    Err(e @ (WgslError::NotOnAdapter { .. } | WgslError::Disagrees { .. })) => {
-                        eprintln!("bredon: {e}; running the wgsl kernels in {} instead", Arithmetic::F32.name());
-                        WgslNet::for_model_with(&model, size, Arithmetic::F32)
+            InferenceKind::Wgsl(arithmetic) => match crate::wgsl::WgslNet::for_search(&model, size, arithmetic) {
+                Ok((net, fallback)) => {
+                    if let Some(why) = fallback {
+                        eprintln!("bredon: {why}; running the wgsl kernels in {} instead", net.arithmetic().name());
                     }
-                    built => built,
-                };
-                match net {
-                    Ok(net) => Engine::Wgsl(Box::new(net)),
-                    Err(e) => {
-                        eprintln!("bredon: {e}; using burn's forward pass instead");
-                        Engine::Burn(model, size)
-                    }
+                    Engine::Wgsl(Box::new(net))
                 }
-            }
+                Err(e) => {
+                    eprintln!("bredon: {e}; using burn's forward pass instead");
+                    Engine::Burn(model, size)
+                }
+            },
             _ => Engine::Fast(FastNet::from_model(&model, size)),
         }
     }

@@ -7,14 +7,19 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// `n` positions of `size` (a board size the rules take), each after a random number of
-/// random plies (up to twice the board's squares) of a game not yet over; the same `seed`
-/// gives the same positions.
+/// random plies (fewer than twice the board's squares) of a game not yet over; the same
+/// `seed` gives the same positions.
 pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    random_positions_within(size, n, seed, 2 * size * size)
+}
+
+/// [`random_positions`] after fewer than `max_plies` plies each (at least 1).
+pub fn random_positions_within(size: usize, n: usize, seed: u64, max_plies: usize) -> Vec<Position> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         let mut pos = Position::with_options(GameOptions::new(size)).expect("a board size the rules take");
-        let plies = rng.random_range(0..(size * size * 2));
+        let plies = rng.random_range(0..max_plies.max(1));
         for _ in 0..plies {
             if pos.result().is_some() {
                 break;

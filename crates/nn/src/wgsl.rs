@@ -458,21 +458,35 @@ impl WgslNet {
     /// [`WgslNet::for_model_with`] for a search: in an arithmetic other than single
     /// precision, the network's priors and values on [`SEARCH_CHECK_POSITIONS`] positions
     /// of random games must first agree with single precision's within
-    /// [`AGREEMENT_TOLERANCE`] on the same adapter ([`WgslNet::agrees_with`]), or the
-    /// answer is [`WgslError::Disagrees`]: a device whose matrix units round differently
-    /// from what the kernels assume (or a network whose weights magnify the operands'
-    /// rounding) never plays with wrong priors unnoticed.
-    pub fn for_search(model: &TakNet, size: usize, arithmetic: Arithmetic) -> Result<WgslNet, WgslError> {
-        let net = WgslNet::for_model_with(model, size, arithmetic)?;
-        if arithmetic == Arithmetic::F32 {
-            return Ok(net);
-        }
+    /// [`AGREEMENT_TOLERANCE`] on the same adapter ([`WgslNet::agrees_with`]): a device
+    /// whose matrix units round differently from what the kernels assume (or a network
+    /// whose weights magnify the operands' rounding) never plays with wrong priors
+    /// unnoticed. Where the adapter lacks the arithmetic ([`WgslError::NotOnAdapter`]) or
+    /// it disagrees ([`WgslError::Disagrees`]), the answer is the single-precision
+    /// kernels (built once, for the check and for the fallback) with that error as the
+    /// reason; an error only where the kernels cannot run at all.
+    pub fn for_search(
+        model: &TakNet,
+        size: usize,
+        arithmetic: Arithmetic,
+    ) -> Result<(WgslNet, Option<WgslError>), WgslError> {
         let reference = WgslNet::for_model_with(model, size, Arithmetic::F32)?;
-        let positions = crate::positions::random_positions(size, SEARCH_CHECK_POSITIONS, 0x5eed);
-        let positions: Vec<&Position> = positions.iter().collect();
-        net.agrees_with(&reference, &positions)
-            .map_err(|why| WgslError::Disagrees { arithmetic: arithmetic.name(), why })?;
-        Ok(net)
+        if arithmetic == Arithmetic::F32 {
+            return Ok((reference, None));
+        }
+        let why = match WgslNet::for_model_with(model, size, arithmetic) {
+            Ok(net) => {
+                let positions = crate::positions::random_positions(size, SEARCH_CHECK_POSITIONS, 0x5eed);
+                let positions: Vec<&Position> = positions.iter().collect();
+                match net.agrees_with(&reference, &positions) {
+                    Ok(()) => return Ok((net, None)),
+                    Err(why) => WgslError::Disagrees { arithmetic: arithmetic.name(), why },
+                }
+            }
+            Err(e @ WgslError::NotOnAdapter { .. }) => e,
+            Err(e) => return Err(e),
+        };
+        Ok((reference, Some(why)))
     }
 
     /// The folded network `net` on `adapter`, in [`Arithmetic::DEFAULT`].

@@ -263,7 +263,18 @@ fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     let tensor = Engine::new(on_gpu, 4, InferenceKind::Wgsl(Arithmetic::Tensor)).kind();
     let has_tensor = WgslNet::for_model_with(&m4, 4, Arithmetic::Tensor).is_ok();
     assert_eq!(tensor, InferenceKind::Wgsl(if has_tensor { Arithmetic::Tensor } else { Arithmetic::F32 }));
-    WgslNet::for_search(&m6, 6, Arithmetic::F16Pairs).expect("f16 pairs pass the search's start-up check on 6x6");
+    let (net, fallback) =
+        WgslNet::for_search(&m6, 6, Arithmetic::F16Pairs).expect("the wgsl kernels run the shipped 6x6 net");
+    assert!(fallback.is_none(), "f16 pairs fail the search's start-up check on 6x6: {fallback:?}");
+    assert_eq!(net.arithmetic(), Arithmetic::F16Pairs);
+    if !has_tensor {
+        let (net, fallback) = WgslNet::for_search(&m6, 6, Arithmetic::Tensor).expect("the f32 kernels run");
+        assert_eq!(net.arithmetic(), Arithmetic::F32);
+        assert!(
+            matches!(fallback, Some(bredon_nn::wgsl::WgslError::NotOnAdapter { .. })),
+            "an adapter without matrix units falls back and says why: {fallback:?}"
+        );
+    }
 }
 
 /// A network outside what the WGSL kernels run is a clear error for them, and `auto` on a

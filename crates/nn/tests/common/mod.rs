@@ -21,26 +21,11 @@ pub fn real_positions() -> Vec<Position> {
     out
 }
 
-/// `n` unfinished positions of random games on `size`.
+/// `n` unfinished positions of random games on `size`, each after fewer than 3·N² plies
+/// (longer games than the library's default: taller stacks, emptier reserves).
 #[allow(dead_code)] // not every test file that includes this module uses it
 pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::new();
-    while out.len() < n {
-        let mut pos = Position::new(size).unwrap();
-        for _ in 0..rng.random_range(0..3 * size * size) {
-            let moves = pos.legal_moves();
-            if pos.result().is_some() || moves.is_empty() {
-                break;
-            }
-            pos.play(moves[rng.random_range(0..moves.len())]).unwrap();
-        }
-        if pos.result().is_none() {
-            out.push(pos);
-        }
-    }
-    out
+    bredon_nn::positions::random_positions_within(size, n, seed, 3 * size * size)
 }
 
 /// `model` (a network of `cfg`) with every tensor whose name contains one of `names`
