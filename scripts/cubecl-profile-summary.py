@@ -27,9 +27,23 @@ def millis(text):
     return float(m.group(1)) * UNIT[m.group(2)] if m else None
 
 
+def summarise(launches):
+    """A table of one kernel's launches each, `(kind, name, ms)`, as a summary table."""
+    rows = collections.OrderedDict()
+    for kind, name, ms in launches:
+        k, n, total, count = rows.get(name, (kind, name, 0.0, 0))
+        rows[name] = (k, n, total + ms, count + 1)
+    return (sum(ms for _, _, ms in launches), len(launches), list(rows.values()))
+
+
 def tables(path):
-    """Each summary table as (total_ms, kernels, rows); a row is (kind, name, ms, count)."""
-    out, rows = [], []
+    """Each summary table as (total_ms, kernels, rows); a row is (kind, name, ms, count).
+
+    CubeCL writes a line per kernel as it is timed and a summary of them when the device
+    is synchronised; the summary of the last synchronisation is written by a background
+    task that a process ending at once may not leave time for, so kernels listed after
+    the last summary make one more table of their own."""
+    out, rows, launches = [], [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.startswith("| "):
@@ -39,7 +53,12 @@ def tables(path):
                 total, count = millis(cells[1]), cells[2]
                 if total is not None and count.isdigit():
                     out.append((total, int(count), rows))
-                rows = []
+                rows, launches = [], []
+            elif len(cells) >= 2 and millis(cells[0]) is not None and not cells[-1].endswith("%"):
+                # `| duration | kind | ... | name`: one launch, timed.
+                name = cells[-1]
+                kind = cells[1] if len(cells) > 2 else re.sub(r"_[0-9a-f]{6,}$", "", name)
+                launches.append((kind, name, millis(cells[0])))
             elif len(cells) >= 4 and cells[-1].endswith("%"):
                 # `| kind | name | time | count | % |`, `| name | time | count | % |` for
                 # kernels that have no kind (convolutions, copies), or a generic kernel's
@@ -51,6 +70,8 @@ def tables(path):
                     name = parts[-1]
                     kind = parts[0] if len(parts) > 1 else re.sub(r"_[0-9a-f]{6,}$", "", name)
                     rows.append((kind, name, ms, int(count)))
+    if launches:
+        out.append(summarise(launches))
     return out
 
 
