@@ -27,8 +27,15 @@ def millis(text):
     return float(m.group(1)) * UNIT[m.group(2)] if m else None
 
 
+def kind_and_name(parts):
+    """A kernel's kind and name from its cells (`kind, ..., name`, or `name` alone for
+    kernels that have no kind: their name less its hash is the kind)."""
+    name = parts[-1]
+    return (parts[0] if len(parts) > 1 else re.sub(r"_[0-9a-f]{6,}$", "", name)), name
+
+
 def summarise(launches):
-    """A table of one kernel's launches each, `(kind, name, ms)`, as a summary table."""
+    """Launches timed one by one, `(kind, name, ms)` each, as a summary table."""
     rows = collections.OrderedDict()
     for kind, name, ms in launches:
         k, n, total, count = rows.get(name, (kind, name, 0.0, 0))
@@ -56,9 +63,7 @@ def tables(path):
                 rows, launches = [], []
             elif len(cells) >= 2 and millis(cells[0]) is not None and not cells[-1].endswith("%"):
                 # `| duration | kind | ... | name`: one launch, timed.
-                name = cells[-1]
-                kind = cells[1] if len(cells) > 2 else re.sub(r"_[0-9a-f]{6,}$", "", name)
-                launches.append((kind, name, millis(cells[0])))
+                launches.append((*kind_and_name(cells[1:]), millis(cells[0])))
             elif len(cells) >= 4 and cells[-1].endswith("%"):
                 # `| kind | name | time | count | % |`, `| name | time | count | % |` for
                 # kernels that have no kind (convolutions, copies), or a generic kernel's
@@ -66,10 +71,7 @@ def tables(path):
                 # ... | RowMajorGlobalPartitionMatmul_… | time | count | % |`).
                 ms, count = millis(cells[-3]), cells[-2]
                 if ms is not None and count.isdigit():
-                    parts = cells[:-3]
-                    name = parts[-1]
-                    kind = parts[0] if len(parts) > 1 else re.sub(r"_[0-9a-f]{6,}$", "", name)
-                    rows.append((kind, name, ms, int(count)))
+                    rows.append((*kind_and_name(cells[:-3]), ms, int(count)))
     if launches:
         out.append(summarise(launches))
     return out

@@ -13,7 +13,8 @@ pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
     random_positions_within(size, n, seed, 2 * size * size)
 }
 
-/// [`random_positions`] after fewer than `max_plies` plies each (at least 1).
+/// [`random_positions`] after fewer than `max_plies` plies each (a `max_plies` of 0
+/// counts as 1: the empty board).
 pub fn random_positions_within(size: usize, n: usize, seed: u64, max_plies: usize) -> Vec<Position> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
