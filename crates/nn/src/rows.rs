@@ -290,30 +290,6 @@ mod tests {
             let x = Tensor::<4>::random([3, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device);
             let planes = net.forward_all(x.clone(), Outputs::All);
             let rows = net.forward_all_rows(x, Outputs::All);
-            // A loss that weighs every output differently, so that each gradient depends
-            // on where each output went. The weights are drawn once and serve both passes:
-            // the device's random generator is shared by every test in this process, so
-            // seeding it again before each pass would not give the same weights when another
-            // test draws between (it did, at CI's optimisation levels: the stem's gradients
-            // then differed by 100).
-            let outputs = |o: &NetOutput| {
-                let mut parts = vec![o.policy.clone(), o.value.clone()];
-                parts.extend([&o.wdl, &o.flat_margin, &o.ownership, &o.opponent_policy].into_iter().flatten().cloned());
-                parts
-            };
-            let weights: Vec<Tensor<2>> = outputs(&planes)
-                .iter()
-                .map(|t| Tensor::<2>::random(t.dims(), Distribution::Default, &device))
-                .collect();
-            let loss = |o: &NetOutput| {
-                outputs(o)
-                    .into_iter()
-                    .zip(&weights)
-                    .enumerate()
-                    .map(|(i, (t, w))| (t * w.clone()).sum().mul_scalar(1.0 + i as f32))
-                    .reduce(|a, b| a + b)
-                    .unwrap()
-            };
             let heads = |o: &NetOutput| {
                 let mut v = vec![("policy", o.policy.clone()), ("value", o.value.clone())];
                 for (name, t) in [
@@ -327,6 +303,25 @@ mod tests {
                     }
                 }
                 v
+            };
+            // A loss that weighs every output differently, so that each gradient depends
+            // on where each output went. The weights are drawn once and serve both passes:
+            // the device's random generator is shared by every test in this process, so
+            // seeding it again before each pass does not give the same weights when another
+            // test draws between (it did in a full parallel run: the stem's gradients then
+            // differed by 100).
+            let weights: Vec<Tensor<2>> = heads(&planes)
+                .iter()
+                .map(|(_, t)| Tensor::<2>::random(t.dims(), Distribution::Default, &device))
+                .collect();
+            let loss = |o: &NetOutput| {
+                heads(o)
+                    .into_iter()
+                    .zip(&weights)
+                    .enumerate()
+                    .map(|(i, ((_, t), w))| (t * w.clone()).sum().mul_scalar(1.0 + i as f32))
+                    .reduce(|a, b| a + b)
+                    .unwrap()
             };
             for ((name, a), (_, b)) in heads(&planes).into_iter().zip(heads(&rows)) {
                 assert_close(&format!("{what}: {name}"), floats(a), floats(b));
