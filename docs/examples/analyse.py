@@ -6,7 +6,7 @@ Usage: python3 docs/examples/analyse.py [PATH_TO_BREDON]
 Starts `bredon analyse --json` (PATH_TO_BREDON, else $BREDON, else `bredon` on PATH),
 sends three queries — a 6x6 position as TPS with the ownership map, two plies of a short
 5x5 game given as PTN, and one malformed query — prints what comes back and checks it.
-crates/cli/tests/analysis_engine.rs runs this very file in CI.
+crates/cli/tests/it/analysis_engine.rs runs this very file in CI.
 """
 import json
 import os

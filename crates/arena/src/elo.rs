@@ -29,7 +29,7 @@
 //!   the checkpoint towards them with a force that does not fade with distance. On a
 //!   simulated ladder (checkpoints rising 60 Elo apart, 10 games per pairing) per-pair
 //!   draws fitted a fifth of the true rise; spread they fit it (test
-//!   `a_rising_ladder_is_not_compressed` in `tests/ratings.rs`). With the prior set to 0,
+//!   `a_rising_ladder_is_not_compressed` in `tests/it/ratings.rs`). With the prior set to 0,
 //!   ratings are clamped to ±[`EloOptions::max_abs_elo`]; with a prior they are not
 //!   bounded (a long ladder rises past +2000).
 //! - **Disconnected players.** Players are split into connected components of the "has

@@ -5,7 +5,7 @@ Usage: drive.py URL OUTDIR. Plays a whole 3x3 game against the engine by clickin
 placement, a spread, an illegal move refused, an undo), a few 5x5 moves against the
 shipped model by PTN entry, analyses a PTN game (evaluation, flat margin, heat map,
 ownership map, a blunder mark) and opens a run's dashboard. Writes play.png, analyse.png and watch.png to OUTDIR.
-Run by crates/cli/tests/browser.rs, which starts the server; exits non-zero on failure.
+Run by crates/cli/tests/it/browser.rs, which starts the server; exits non-zero on failure.
 """
 import os
 import sys

@@ -4,7 +4,7 @@
 Usage: chromium.py WS_URL DIR. Writes a small page to DIR whose JavaScript opens a
 WebSocket to WS_URL, sends `tei`, and after `teiok` a game in PTN Ninja's dialect
 (`teinewgame size 4 halfkomi 0`, a position, `go nodes 50`); prints every line the page
-received, one per line, once a `bestmove` has come. Run by crates/cli/tests/tei_ws.rs,
+received, one per line, once a `bestmove` has come. Run by crates/cli/tests/it/tei_ws.rs,
 which starts the engine; exits non-zero on failure.
 """
 import json

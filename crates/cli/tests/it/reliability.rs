@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{TinyConfig, bredon, snapshot, text};
 
 fn train(config: &Path, run: &Path) -> Command {

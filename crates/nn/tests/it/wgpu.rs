@@ -1,9 +1,9 @@
 //! The network on burn's wgpu backend (built with `--features wgpu`; in CI on Mesa's
 //! lavapipe, a Vulkan driver that runs on the CPU). Without an adapter these tests fail:
-//! they exist to prove the GPU path works, so there is no skip.
-#![cfg(feature = "wgpu")]
+//! they exist to prove the GPU path works, so there is no skip. (`main.rs` builds this
+//! module only with the feature.)
 
-mod common;
+use crate::common;
 use bredon_nn::positions::random_positions;
 use bredon_nn::train::{OptimizerSettings, encode_batch};
 use bredon_nn::{Convolutions, DeviceChoice, NetConfig, PolicyHead, TakNet, Trainer, compare_devices, load_exported};

@@ -1,6 +1,6 @@
 //! ONNX export: the file runs in Python onnxruntime and matches burn's outputs.
 
-mod common;
+use crate::common;
 use bredon_nn::Outputs;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::encoding::{encode, input_len};

@@ -8,7 +8,7 @@
 //! Needs `chromium`, `chromium-driver` (Debian) and `python3 -m pip install selenium`;
 //! without them the test skips loudly, and fails in CI.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

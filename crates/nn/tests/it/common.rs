@@ -23,7 +23,6 @@ pub fn real_positions() -> Vec<Position> {
 
 /// `n` unfinished positions of random games on `size`, each after fewer than 3·N² plies
 /// (longer games than the library's default: taller stacks, emptier reserves).
-#[allow(dead_code)] // not every test file that includes this module uses it
 pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
     bredon_nn::positions::random_positions_within(size, n, seed, 3 * size * size)
 }
@@ -31,7 +30,6 @@ pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
 /// `model` (a network of `cfg`) with every tensor whose name contains one of `names`
 /// replaced by values drawn from N(0, `std`²): weights that start at zero (the global
 /// pooling layers) made to matter.
-#[allow(dead_code)] // not every test file that includes this module uses it
 pub fn with_random_tensors(
     model: &bredon_nn::TakNet,
     cfg: &bredon_nn::NetConfig,
@@ -70,7 +68,6 @@ pub fn with_random_tensors(
 }
 
 /// A random legal move as the policy target and a random value for each position.
-#[allow(dead_code)] // not every test file that includes this module uses it
 pub fn random_examples(positions: &[Position], rng: &mut impl rand::Rng) -> Vec<bredon_nn::TrainExample> {
     positions
         .iter()
@@ -88,7 +85,6 @@ pub fn random_examples(positions: &[Position], rng: &mut impl rand::Rng) -> Vec<
 }
 
 /// A few training steps (BatchNorm statistics no longer the identity).
-#[allow(dead_code)] // not every test file that includes this module uses it
 pub fn trained(cfg: &bredon_nn::NetConfig, positions: &[Position], seed: u64) -> bredon_nn::TakNet {
     use rand::SeedableRng;
     let mut trainer = bredon_nn::Trainer::new(cfg, bredon_nn::train::OptimizerSettings::default(), seed).unwrap();

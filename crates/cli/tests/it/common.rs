@@ -1,6 +1,4 @@
-//! Helpers shared by the `bredon` binary's integration tests (each test file has
-//! `mod common;` and uses what it needs).
-#![allow(dead_code)]
+//! Helpers shared by the `bredon` binary's integration tests.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};

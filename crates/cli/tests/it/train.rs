@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{TinyConfig, bredon, repo_file, snapshot};
 
 /// These tests' config: many short generations (24 games of 32 visits, all the training

@@ -2,7 +2,7 @@
 //! `docs/examples/analyse.py` run as it is against the built binary, and bad queries
 //! answered one by one with errors naming the field while the process goes on.
 
-mod common;
+use crate::common;
 
 use bredon_rules::testdata::skip_or_fail;
 use serde_json::Value;

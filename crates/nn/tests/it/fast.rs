@@ -1,6 +1,6 @@
 //! The fast inference path agrees with burn's forward pass.
 
-mod common;
+use crate::common;
 use bredon_mcts::Evaluator;
 use bredon_nn::fast::{FastNet, Isa};
 use bredon_nn::folded::FoldedNet;

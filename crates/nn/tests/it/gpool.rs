@@ -2,8 +2,7 @@
 //! on every path: burn, the fast path, save and load, training, and upgrading a trained
 //! network that has neither.
 
-#[allow(dead_code)] // this file does not read the reference games
-mod common;
+use crate::common;
 use bredon_nn::Outputs;
 use bredon_nn::checkpoint::ModelMeta;
 use bredon_nn::fast::{FastNet, Isa};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{TinyConfig, text};
 
 /// These tests' config: smaller still (8 games of 8 visits, 2 at a time, an 8-channel

@@ -1,13 +1,12 @@
 //! `bredon` on burn's wgpu backend, end to end (built with `--features wgpu`; in CI on
 //! Mesa's lavapipe Vulkan driver, which runs on the CPU). Without an adapter these tests
 //! fail: there is no skip.
-#![cfg(feature = "wgpu")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::bredon;
 
 fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {

@@ -2,12 +2,12 @@
 //! client (tungstenite) does the handshake, a search, two connections at once and a
 //! disconnect in the middle of `go infinite`; headless Chromium opens the socket from a
 //! page's JavaScript (through `tests/tei_ws/chromium.py`, Python selenium, as
-//! `tests/browser.rs` drives it).
+//! `tests/it/browser.rs` drives it).
 //!
 //! The Chromium test needs `chromium`, `chromium-driver` (Debian) and `python3 -m pip
 //! install selenium`; without them it skips loudly, and fails in CI.
 
-mod common;
+use crate::common;
 
 use bredon_rules::notation::parse_move;
 use std::io::{BufRead, BufReader};
