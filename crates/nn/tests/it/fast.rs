@@ -21,12 +21,14 @@ fn real_positions() -> Vec<Position> {
 fn assert_agree(model: &TakNet, positions: &[Position], size: usize, tol: f32) {
     let refs: Vec<&Position> = positions.iter().collect();
     let folded = FoldedNet::from_model(model, size);
-    for isa in Isa::available() {
-        let fast = FastNet::from_folded(&folded, isa);
-        assert_eq!(fast.isa(), isa);
-        for batch in [1, 3, 16, 64, refs.len()] {
-            for chunk in refs.chunks(batch).take(4) {
-                let (bl, bv) = forward_raw(model, chunk, size);
+    let fast: Vec<FastNet> = Isa::available().into_iter().map(|isa| FastNet::from_folded(&folded, isa)).collect();
+    assert_eq!(fast.iter().map(FastNet::isa).collect::<Vec<_>>(), Isa::available());
+    for batch in [1, 3, 16, 64, refs.len()] {
+        for chunk in refs.chunks(batch).take(4) {
+            // burn's outputs once per chunk, against every instruction set's fast path.
+            let (bl, bv) = forward_raw(model, chunk, size);
+            for fast in &fast {
+                let isa = fast.isa();
                 let (fl, fv) = fast.forward(chunk);
                 assert_eq!((bl.len(), bv.len()), (fl.len(), fv.len()));
                 // Absolute difference, relative for logits above 1 in size (float rounding
