@@ -1406,7 +1406,11 @@ fn emu_store(c: u32, at: u32, stride: u32) {
         let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
         let source = emulated_coop_kernel();
         spirv("emulated tensor kernel", &source);
-        for (size, batches) in [(6, [1usize, 45]), (4, [3, 61])] {
+        // Rows are positions x squares, in tiles of COOP_TILE_M (32): 6x6 batches of 1 and 7
+        // end 4 and 28 rows into a tile, 4x4 batches of 3 and 4 end half-way and on an edge;
+        // every batch but the first spans several tiles. Lavapipe runs the emulation at about
+        // a third of a second a tile, so the batches are no larger than that needs.
+        for (size, batches) in [(6, [1usize, 7]), (4, [3, 4])] {
             let (model, _) = crate::load_exported(&shipped.join(format!("{size}x{size}.bredon"))).unwrap();
             let adapter = adapter_for(&model.device()).unwrap_or_else(|e| panic!("{e}"));
             let folded = FoldedNet::from_model(&model, size);
@@ -1447,7 +1451,7 @@ fn emu_store(c: u32, at: u32, stride: u32) {
             // precision on these networks; a tile read from the wrong place, even only a
             // remainder's, moves the logits by 3e-3 or more. 1e-4 tells the two apart.
             assert!(worst.iter().all(|w| w.is_finite() && *w <= 1e-4), "{size}x{size}: {worst:?}");
-            let probe: Vec<&Position> = positions[..16].iter().collect();
+            let probe: Vec<&Position> = positions[..5].iter().collect();
             emulated.agrees_with(&f32s, &probe).unwrap();
         }
     }
