@@ -1408,8 +1408,9 @@ fn emu_store(c: u32, at: u32, stride: u32) {
         spirv("emulated tensor kernel", &source);
         // Rows are positions x squares, in tiles of COOP_TILE_M (32): 6x6 batches of 1 and 7
         // end 4 and 28 rows into a tile, 4x4 batches of 3 and 4 end half-way and on an edge;
-        // every batch but the first spans several tiles. Lavapipe runs the emulation at about
-        // a third of a second a tile, so the batches are no larger than that needs.
+        // every batch spans more than one tile (6x6's 7 spans eight). Lavapipe runs the
+        // emulation at about a third of a second a tile, so the batches are no larger than
+        // that needs.
         for (size, batches) in [(6, [1usize, 7]), (4, [3, 4])] {
             let (model, _) = crate::load_exported(&shipped.join(format!("{size}x{size}.bredon"))).unwrap();
             let adapter = adapter_for(&model.device()).unwrap_or_else(|e| panic!("{e}"));
