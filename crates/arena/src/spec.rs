@@ -154,7 +154,7 @@ pub struct SearchSettings {
     #[serde(default)]
     pub search_threads: Option<usize>,
     /// On a game clock, stop a move's search once its move cannot change
-    /// (`stop_when_decided=on|off`; default the search's, off).
+    /// (`stop_when_decided=on|off`; default the play-time search's, on).
     #[serde(default)]
     pub stop_when_decided: Option<bool>,
     /// Weight of the score utility (`score_utility=W`, the expected flat margin added to
@@ -530,14 +530,15 @@ mod tests {
             let e = bad.parse::<PlayerSpec>().unwrap_err().to_string();
             assert!(e.contains("a share from 0 to 1"), "{e}");
         }
-        match "checkpoint:m.bredon;time=reserves;search_threads=2;stop_when_decided=on".parse::<PlayerSpec>().unwrap() {
+        match "checkpoint:m.bredon;time=reserves;search_threads=2;stop_when_decided=off".parse::<PlayerSpec>().unwrap()
+        {
             PlayerSpec::Checkpoint { settings, .. } => {
                 assert_eq!(
                     (settings.time, settings.search_threads, settings.stop_when_decided),
-                    (Some(bredon_mcts::TimeManagement::Reserves), Some(2), Some(true))
+                    (Some(bredon_mcts::TimeManagement::Reserves), Some(2), Some(false))
                 );
-                assert!(settings.config().stop_when_decided);
-                assert!(!SearchSettings::default().config().stop_when_decided, "off unless a player turns it on");
+                assert!(!settings.config().stop_when_decided);
+                assert!(SearchSettings::default().config().stop_when_decided, "on unless a player turns it off");
                 assert_eq!(SearchSettings::default().config().solver_share, bredon_mcts::PLAY_SOLVER_SHARE);
             }
             other => panic!("{other:?}"),

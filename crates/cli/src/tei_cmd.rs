@@ -70,6 +70,20 @@ pub struct TeiArgs {
     /// per move late in the game, when the flat race is decided).
     #[arg(long, default_value = "fixed", value_name = "fixed|reserves")]
     pub time_management: bredon_mcts::TimeManagement,
+    /// On a game clock, stop a move's search once its move can no longer change (its
+    /// lead in visits is more than the time left could overturn) and keep the time saved
+    /// for later moves: `on` (the default) or `off`.
+    #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
+    pub stop_when_decided: bool,
+}
+
+/// `on` or `off`.
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?} is not on or off")),
+    }
 }
 
 /// A share in [0, 1].
@@ -122,6 +136,7 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
             solver_share: args.solver_share,
             score_utility: args.score_utility,
             time_management: args.time_management,
+            stop_when_decided: args.stop_when_decided,
             ..defaults.search
         },
         ..defaults
@@ -259,6 +274,23 @@ mod tests {
         for bad in ["1.5", "-0.1", "x", "NaN"] {
             assert!(share(bad).unwrap_err().contains("not a share between 0 and 1"), "{bad}");
         }
+    }
+
+    #[test]
+    fn stop_when_decided_is_on_unless_turned_off() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            tei: TeiArgs,
+        }
+        let parse = |args: &[&str]| {
+            <Cli as clap::Parser>::try_parse_from(std::iter::once("tei").chain(args.iter().copied())).map(|c| c.tei)
+        };
+        assert!(parse(&[]).unwrap().stop_when_decided);
+        assert!(!parse(&["--stop-when-decided", "off"]).unwrap().stop_when_decided);
+        assert!(parse(&["--stop-when-decided", "on"]).unwrap().stop_when_decided);
+        let err = parse(&["--stop-when-decided", "sometimes"]).expect_err("not on or off").to_string();
+        assert!(err.contains("\"sometimes\" is not on or off"), "{err}");
     }
 
     #[test]

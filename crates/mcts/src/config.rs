@@ -71,7 +71,8 @@ pub struct SearchConfig {
     /// the full search would play; the time saved stays on the clock for later moves. No
     /// effect on searches limited by visits (self-play) or by a fixed `movetime`, nor on
     /// the Gumbel root search (its sequential halving spends the budget by design). Off
-    /// until a clock match measures it (the queued row in `experiments/README.md`).
+    /// here, on in [`crate::play_config`] (matches and `bredon tei`), where a clock match
+    /// measured it (`experiments/README.md`).
     pub stop_when_decided: bool,
     /// Threads searching one tree per move in matches and `bredon tei`
     /// ([`crate::PlaySearch`], [`crate::Search::run_shared`]); self-play ignores it (it runs
