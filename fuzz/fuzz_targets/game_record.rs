@@ -5,7 +5,7 @@
 //! position and inside the policy of the board size, every policy a distribution.
 #![no_main]
 
-use bredon_nn::policy::{move_to_index, policy_size};
+use bredon_netform::policy::{move_to_index, policy_size};
 use bredon_selfplay::replay::GameRecord;
 use libfuzzer_sys::fuzz_target;
 

@@ -5,7 +5,7 @@
 #![no_main]
 
 use bredon_nn::checkpoint::load_exported_bytes;
-use bredon_nn::limits::{Limits, expected_tensors};
+use bredon_netform::limits::{Limits, expected_tensors};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

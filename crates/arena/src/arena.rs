@@ -415,7 +415,7 @@ fn record_game(
 pub fn entrants_from_specs(
     config: &MatchConfig,
     specs: &[PlayerSpec],
-    compute: &bredon_nn::Compute,
+    compute: &bredon_infer::Compute,
 ) -> Result<Vec<Entrant>, ArenaError> {
     specs
         .iter()
@@ -476,14 +476,14 @@ pub fn run_arena(
     out_dir: &Path,
     on_game: &mut dyn FnMut(&GameRecord),
 ) -> Result<RatingsTable, ArenaError> {
-    run_arena_on(config, players, &bredon_nn::Compute::cpu(), out_dir, on_game)
+    run_arena_on(config, players, &bredon_infer::Compute::cpu(), out_dir, on_game)
 }
 
 /// [`run_arena`] with the checkpoints' networks run on `compute`.
 pub fn run_arena_on(
     config: &MatchConfig,
     players: &[PlayerSpec],
-    compute: &bredon_nn::Compute,
+    compute: &bredon_infer::Compute,
     out_dir: &Path,
     on_game: &mut dyn FnMut(&GameRecord),
 ) -> Result<RatingsTable, ArenaError> {

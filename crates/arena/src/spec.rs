@@ -21,7 +21,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bredon_nn::Compute;
+use bredon_infer::Compute;
 
 use serde::{Deserialize, Serialize};
 

@@ -69,7 +69,7 @@ pub struct LadderOptions {
     /// Where the visits per move come from.
     pub visits: LadderVisits,
     /// Where the checkpoints' networks run.
-    pub compute: bredon_nn::Compute,
+    pub compute: bredon_infer::Compute,
 }
 
 /// The checkpoints to rate: every `every`-th, plus the first and the newest (default
@@ -286,7 +286,7 @@ pub fn gate_generation(
     run: &RunDir,
     cfg: &RunConfig,
     candidate: Generation,
-    compute: &bredon_nn::Compute,
+    compute: &bredon_infer::Compute,
 ) -> Result<Option<GateOutcome>, ArenaError> {
     let g = &cfg.eval.gate;
     let incumbent = match run.best()? {
@@ -323,7 +323,7 @@ pub fn gate_generation(
 /// The training loop's Elo ladder after checkpoint `generation`: every `arena_every`-th
 /// checkpoint of the run against the uniform and rollout searches (`[eval] arena_games`
 /// per pairing at `[eval] visits`), as `bredon arena --run RUN --every K` does.
-fn ladder_after(run: &RunDir, cfg: &RunConfig, compute: &bredon_nn::Compute) -> Result<RatingsTable, ArenaError> {
+fn ladder_after(run: &RunDir, cfg: &RunConfig, compute: &bredon_infer::Compute) -> Result<RatingsTable, ArenaError> {
     let options = LadderOptions {
         baselines: Vec::new(),
         every: Some(cfg.eval.arena_every),
@@ -341,7 +341,7 @@ fn ladder_after(run: &RunDir, cfg: &RunConfig, compute: &bredon_nn::Compute) -> 
 /// settings: gating (`[eval.gate] enabled`) and the Elo ladder every `arena_every`
 /// generations; `None` if neither is on. Both print what they decided. The networks run
 /// on `compute` (the training run's).
-pub fn training_hook(cfg: &RunConfig, run: &RunDir, compute: &bredon_nn::Compute) -> Option<CheckpointHook> {
+pub fn training_hook(cfg: &RunConfig, run: &RunDir, compute: &bredon_infer::Compute) -> Option<CheckpointHook> {
     if cfg.eval.arena_every == 0 && !cfg.eval.gate.enabled {
         return None;
     }
@@ -385,7 +385,7 @@ mod tests {
             every: None,
             max_checkpoints: 12,
             visits: LadderVisits::FromRun,
-            compute: bredon_nn::Compute::cpu(),
+            compute: bredon_infer::Compute::cpu(),
         };
         let e = Ladder::plan(&RunDir::new(dir.path()), &options, MatchConfig::default()).err().unwrap();
         assert!(matches!(&e, ArenaError::NotARun { path, .. } if path == dir.path()), "{e:?}");

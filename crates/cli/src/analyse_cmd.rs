@@ -37,7 +37,7 @@ pub struct AnalyseArgs {
 
 /// Prints, per ply, the move played, the engine's value (for white and for the side to
 /// move) and its best move and line; `?` marks a move other than the engine's choice.
-pub fn run(args: AnalyseArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: AnalyseArgs, compute: &bredon_infer::Compute) -> Result<()> {
     if args.json {
         let engine = json_engine(&args.model, compute)?;
         return bredon_engine::analysis::serve(&engine, std::io::BufReader::new(std::io::stdin()), std::io::stdout())
@@ -49,7 +49,7 @@ pub fn run(args: AnalyseArgs, compute: &bredon_nn::Compute) -> Result<()> {
 
 /// The JSON analysis engine with `models` (each for its own board size), or without any
 /// the shipped `NxN.bredon` of every size that has one.
-pub fn json_engine(models: &[PathBuf], compute: &bredon_nn::Compute) -> Result<AnalysisEngine> {
+pub fn json_engine(models: &[PathBuf], compute: &bredon_infer::Compute) -> Result<AnalysisEngine> {
     let paths: Vec<PathBuf> = if models.is_empty() {
         let dirs = model_arg::default_model_dirs();
         (3..=8).filter_map(|n| model_arg::find_model(&dirs, n)).collect()
@@ -71,7 +71,7 @@ pub fn json_engine(models: &[PathBuf], compute: &bredon_nn::Compute) -> Result<A
 
 /// A network for the analysis engine: the search's evaluator and the heads, from one
 /// file; with its board size.
-fn analysis_model(path: &Path, compute: &bredon_nn::Compute) -> Result<(usize, AnalysisModel)> {
+fn analysis_model(path: &Path, compute: &bredon_infer::Compute) -> Result<(usize, AnalysisModel)> {
     let (net, meta) = bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
     let model = AnalysisModel {
@@ -86,7 +86,7 @@ fn analysis_model(path: &Path, compute: &bredon_nn::Compute) -> Result<(usize, A
 }
 
 /// [`run`] into any writer.
-pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn analyse(args: &AnalyseArgs, out: &mut dyn Write, compute: &bredon_infer::Compute) -> Result<()> {
     let Some(file) = &args.file else { bail!("bredon analyse needs a PTN file (or --json)") };
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let ptn = Ptn::parse(&text).with_context(|| format!("{}", file.display()))?;
@@ -150,7 +150,7 @@ fn show_value(value: f32, proven: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bredon_nn::Compute;
+    use bredon_infer::Compute;
 
     #[test]
     fn every_ply_gets_a_line_and_a_missed_road_is_marked() {

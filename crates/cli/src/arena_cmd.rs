@@ -65,7 +65,7 @@ pub struct ArenaArgs {
 }
 
 /// Runs the arena and prints the ratings table.
-pub fn run(args: ArenaArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: ArenaArgs, compute: &bredon_infer::Compute) -> Result<()> {
     let mut config = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -131,7 +131,7 @@ fn progress(total: usize) -> impl FnMut(&GameRecord) {
     }
 }
 
-fn free_match(args: &ArenaArgs, mut config: MatchConfig, compute: &bredon_nn::Compute) -> Result<RatingsTable> {
+fn free_match(args: &ArenaArgs, mut config: MatchConfig, compute: &bredon_infer::Compute) -> Result<RatingsTable> {
     let Some(out) = &args.out else { bail!("a free match needs --out DIR (or use --run DIR)") };
     if args.players.len() < 2 {
         bail!("a match needs at least two --player");

@@ -1,10 +1,12 @@
 //! `bredon bench`: throughput reports for the network and for self-play.
 
 use anyhow::{Context, Result};
-use bredon_nn::inference::{Engine, InferenceKind, PolicyReadback};
-use bredon_nn::positions::random_positions;
+use bredon_infer::Compute;
+use bredon_infer::{Engine, InferenceKind, PolicyReadback};
+use bredon_netform::NetConfig;
+use bredon_netform::positions::random_positions;
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{Compute, Convolutions, NetConfig, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
+use bredon_nn::{Convolutions, StepOutcome, StepPhase, TakNet, TrainExample, Trainer};
 use bredon_rules::Position;
 use bredon_selfplay::config::RunConfig;
 use bredon_selfplay::net::Learner;
@@ -49,8 +51,8 @@ pub struct NnArgs {
     #[arg(long)]
     pub channels: Option<usize>,
     /// The policy head's last layer: `dense` or `conv` (`[net] policy_head`).
-    #[arg(long, value_parser = parse_net_choice::<bredon_nn::PolicyHead>)]
-    pub policy_head: Option<bredon_nn::PolicyHead>,
+    #[arg(long, value_parser = parse_net_choice::<bredon_netform::PolicyHead>)]
+    pub policy_head: Option<bredon_netform::PolicyHead>,
     /// Override the policy head's features per square (`[net] policy_filters`).
     #[arg(long)]
     pub policy_filters: Option<usize>,
@@ -65,8 +67,8 @@ pub struct NnArgs {
     #[arg(long)]
     pub gpool_channels: Option<usize>,
     /// The value head: `dense` or `pool` (`[net] value_head`).
-    #[arg(long, value_parser = parse_net_choice::<bredon_nn::ValueHead>)]
-    pub value_head: Option<bredon_nn::ValueHead>,
+    #[arg(long, value_parser = parse_net_choice::<bredon_netform::ValueHead>)]
+    pub value_head: Option<bredon_netform::ValueHead>,
     /// Override the value head's filters (`[net] value_filters`).
     #[arg(long)]
     pub value_filters: Option<usize>,
@@ -93,7 +95,7 @@ pub struct NnArgs {
     /// `tensor`: cooperative matrices); by default every one the adapter runs. The main table's `wgsl` column
     /// is the one `auto` chooses.
     #[arg(long, value_delimiter = ',')]
-    pub arithmetic: Vec<bredon_nn::Arithmetic>,
+    pub arithmetic: Vec<bredon_kernels::Arithmetic>,
 }
 
 /// Arguments of `bredon bench selfplay`.
@@ -169,7 +171,12 @@ fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, seconds: 
 /// [`forward_rate`] of the WGSL kernels with two passes in flight, as the batching service
 /// runs them: the next pass is encoded and launched before the previous one is read back.
 #[cfg(feature = "wgpu")]
-fn pipelined_rate(net: &bredon_nn::wgsl::WgslNet, positions: &[Position], batch: usize, seconds: f64) -> Result<f64> {
+fn pipelined_rate(
+    net: &bredon_kernels::wgsl::WgslNet,
+    positions: &[Position],
+    batch: usize,
+    seconds: f64,
+) -> Result<f64> {
     let refs: Vec<&Position> = positions.iter().collect();
     let legal = legal_moves(positions);
     let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
@@ -207,7 +214,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         }
         None => vec![InferenceKind::Fast, InferenceKind::Burn],
     };
-    let models: Vec<(TakNet, bredon_nn::ModelMeta)> = match &args.model {
+    let models: Vec<(TakNet, bredon_netform::ModelMeta)> = match &args.model {
         Some(path) => {
             let (model, meta) =
                 bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
@@ -244,7 +251,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
                 if let Some(f) = args.value_filters {
                     net.value_filters = f;
                 }
-                let meta = bredon_nn::ModelMeta::new(&net, 0, 0, 0);
+                let meta = bredon_netform::ModelMeta::new(&net, 0, 0, 0);
                 meta.check().context("the network options")?;
                 Ok((TakNet::new(&net, device), meta))
             })
@@ -254,10 +261,11 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         let [(model, meta)] = models.as_slice() else {
             anyhow::bail!("--onnx needs exactly one network (one --sizes value or --model)");
         };
-        bredon_nn::onnx::export_onnx(model, meta, out).with_context(|| format!("writing {}", out.display()))?;
+        bredon_onnx::export_onnx(&model.fold(meta.size), meta, out)
+            .with_context(|| format!("writing {}", out.display()))?;
         println!("# wrote {}", out.display());
     }
-    let isa = bredon_nn::fast::Isa::detect().name();
+    let isa = bredon_kernels::fast::Isa::detect().name();
     print!("{:<6} {:<18} {:>6}", "size", "net", "batch");
     for k in &kinds {
         print!(" {:>12}", format!("{k}/s"));
@@ -300,7 +308,7 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
                 for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {
                     let t = pass_times(
                         &|refs, legal| {
-                            bredon_nn::inference::forward_timed(model, refs, legal, size, readback)
+                            bredon_infer::forward_timed(model, refs, legal, size, readback)
                                 .map(|(_, t)| t)
                                 .map_err(|e| anyhow::anyhow!("the device failed: {e}"))
                         },
@@ -402,10 +410,9 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
 #[cfg(feature = "wgpu")]
 fn wgsl_arithmetics(
     args: &NnArgs,
-    models: &[(TakNet, bredon_nn::ModelMeta)],
-) -> Result<Vec<(String, bredon_nn::Arithmetic, Engine)>> {
-    use bredon_nn::Arithmetic;
-    use bredon_nn::wgsl::WgslNet;
+    models: &[(TakNet, bredon_netform::ModelMeta)],
+) -> Result<Vec<(String, bredon_kernels::Arithmetic, Engine)>> {
+    use bredon_kernels::Arithmetic;
     let list = if args.arithmetic.is_empty() { Arithmetic::ALL.to_vec() } else { args.arithmetic.clone() };
     let mut built = Vec::new();
     println!(
@@ -414,13 +421,13 @@ fn wgsl_arithmetics(
     println!("{:<6} {:<18} {:>6} {:>10} {:>12} {:>12}", "size", "net", "batch", "arithmetic", "wgsl/s", "wgsl x2/s");
     for (model, meta) in models {
         let size = meta.size;
-        let single = WgslNet::for_model(model, size)?;
+        let single = bredon_infer::gpu::wgsl_for_model(model, size, Arithmetic::DEFAULT)?;
         let positions = random_positions(size, args.batches.iter().copied().max().unwrap_or(1).max(1024), size as u64);
         let probe: Vec<&Position> = positions.iter().take(64).collect();
         for &a in &list {
-            let net = match WgslNet::for_model_with(model, size, a) {
+            let net = match bredon_infer::gpu::wgsl_for_model(model, size, a) {
                 Ok(net) => net,
-                Err(e @ bredon_nn::wgsl::WgslError::NotOnAdapter { .. }) => {
+                Err(e @ bredon_kernels::wgsl::WgslError::NotOnAdapter { .. }) => {
                     let at = format!("{size}x{size}");
                     println!("{at:<6} {:<18} {:>6} {:>10}   ({e})", meta.net.name(), "-", a.name());
                     continue;
@@ -475,14 +482,14 @@ fn compare_wgsl(fast: &Engine, wgsl: &Engine, arithmetic: &str, size: usize, pos
 
 /// The mean phase times of a timed forward pass (`timed` of the positions and their legal
 /// moves) at `batch`, over about `seconds` (at least three passes after a warm-up).
-type TimedPass<'a> = dyn Fn(&[&Position], &[&[bredon_rules::Move]]) -> Result<bredon_nn::PassTimes> + 'a;
+type TimedPass<'a> = dyn Fn(&[&Position], &[&[bredon_rules::Move]]) -> Result<bredon_kernels::PassTimes> + 'a;
 
 fn pass_times(
     timed: &TimedPass<'_>,
     positions: &[Position],
     batch: usize,
     seconds: f64,
-) -> Result<bredon_nn::PassTimes> {
+) -> Result<bredon_kernels::PassTimes> {
     let refs: Vec<&Position> = positions.iter().collect();
     let legal = legal_moves(positions);
     let legal: Vec<&[bredon_rules::Move]> = legal.iter().map(|m| m.as_slice()).collect();
@@ -493,7 +500,7 @@ fn pass_times(
     };
     pass(0)?;
     let start = Instant::now();
-    let (mut sum, mut n) = (bredon_nn::PassTimes::default(), 0u32);
+    let (mut sum, mut n) = (bredon_kernels::PassTimes::default(), 0u32);
     while n < 3 || start.elapsed().as_secs_f64() < seconds / 2.0 {
         sum += pass(n as usize + 1)?;
         n += 1;
@@ -596,7 +603,7 @@ fn bench_selfplay_once(args: &SelfPlayArgs, cfg: &RunConfig, learner: &Learner) 
 /// GPU path has one).
 fn print_host_ceiling(
     search_cpu: Option<Duration>,
-    t: &bredon_nn::ServiceTimes,
+    t: &bredon_infer::ServiceTimes,
     evals: u64,
     device: bredon_nn::Device,
 ) {
@@ -628,7 +635,7 @@ fn print_host_ceiling(
 }
 
 /// Where the inference service's time went, per pass and per request (no waits added).
-fn print_service_times(t: &bredon_nn::ServiceTimes, shards: usize, secs: f64) {
+fn print_service_times(t: &bredon_infer::ServiceTimes, shards: usize, secs: f64) {
     let per = |d: std::time::Duration, n: u64| format!("{:.3} ms", d.as_secs_f64() * 1e3 / n.max(1) as f64);
     let busy = (t.encode + t.forward + t.readback).as_secs_f64() / (secs * shards as f64).max(1e-9);
     println!(

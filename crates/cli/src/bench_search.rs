@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::openings::parse_opening;
+use bredon_infer::NetEvaluator;
 use bredon_mcts::{Budget, CacheStats, CachedEvaluator, Evaluator, PlaySearch, play_config};
-use bredon_nn::NetEvaluator;
 use bredon_rules::{GameOptions, Position};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -43,7 +43,7 @@ pub struct SearchArgs {
 }
 
 /// Runs the benchmark and prints one line per thread count.
-pub fn run(args: SearchArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: SearchArgs, compute: &bredon_infer::Compute) -> Result<()> {
     let (path, size) = match &args.model {
         Some(p) => (p.clone(), None),
         None => (

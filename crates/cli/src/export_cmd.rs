@@ -70,9 +70,9 @@ pub fn run(args: ExportArgs) -> Result<()> {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     if onnx {
-        bredon_nn::onnx::export_onnx(&model, &meta, &out).with_context(|| format!("writing {}", out.display()))?;
-        let back =
-            bredon_nn::onnx::read_onnx_summary(&out).with_context(|| format!("reading back {}", out.display()))?;
+        bredon_onnx::export_onnx(&model.fold(meta.size), &meta, &out)
+            .with_context(|| format!("writing {}", out.display()))?;
+        let back = bredon_onnx::read_onnx_summary(&out).with_context(|| format!("reading back {}", out.display()))?;
         let size = back.metadata.iter().find(|(k, _)| k == "size").map(|(_, v)| v.as_str());
         let outputs = 2 + usize::from(meta.net.wdl) + 3 * usize::from(meta.net.aux);
         if size != Some(meta.size.to_string().as_str()) || back.outputs.len() != outputs {

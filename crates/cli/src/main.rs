@@ -17,7 +17,8 @@ mod tactics_cmd;
 mod tei_cmd;
 mod train_cmd;
 
-use bredon_nn::{Compute, DeviceChoice, InferenceKind};
+use bredon_infer::{Compute, InferenceKind};
+use bredon_nn::DeviceChoice;
 use clap::{Parser, Subcommand};
 
 /// Bredon: a Tak engine that teaches itself by self-play.
@@ -34,7 +35,7 @@ struct Cli {
     /// arithmetics, docs/gpu.md). Training runs take it from `[selfplay] inference` in the
     /// config.
     #[arg(long, global = true)]
-    inference: Option<bredon_nn::InferenceKind>,
+    inference: Option<bredon_infer::InferenceKind>,
     /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`
     /// (GPU backends need a build with `--features wgpu` or `cuda`; `bredon devices`
     /// lists the adapters). For `train` and `selfplay` it overrides the run config's

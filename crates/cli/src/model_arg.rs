@@ -1,9 +1,10 @@
 //! Loading a model given on the command line into an evaluator for the search.
 
 use anyhow::{Result, bail};
+use bredon_infer::Compute;
 use bredon_mcts::{CachedEvaluator, Evaluator, UniformEvaluator};
-use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::{Compute, load_exported};
+use bredon_netform::meta::ModelMeta;
+use bredon_nn::load_exported;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ pub struct LoadedModel {
 }
 
 /// How many copies of a network to load and how their forward passes use the cores
-/// ([`bredon_nn::NetEvaluator::with_lanes`], [`bredon_nn::NetEvaluator::on_cores`]).
+/// ([`bredon_infer::NetEvaluator::with_lanes`], [`bredon_infer::NetEvaluator::on_cores`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lanes {
     /// One copy, for a search on one thread; its passes use every core.

@@ -53,14 +53,19 @@ const HELP: &str =
     "Type a move in PTN (a1, Sb2, Cc3, 3c3>12, ...), `tps` for the position, `moves` for the legal moves, or `quit`.";
 
 /// Plays one game on stdin/stdout.
-pub fn run(args: PlayArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: PlayArgs, compute: &bredon_infer::Compute) -> Result<()> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     play(args, &mut stdin.lock(), &mut stdout.lock(), compute)
 }
 
 /// The game loop over any input and output (the tests drive it with buffers).
-pub fn play(args: PlayArgs, input: &mut dyn BufRead, out: &mut dyn Write, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn play(
+    args: PlayArgs,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    compute: &bredon_infer::Compute,
+) -> Result<()> {
     let (mut model, model_file) = match &args.model {
         Some(path) => (model_arg::load(Some(path), args.size, model_arg::Lanes::One, compute)?, Some(path.clone())),
         None => model_arg::load_or_default(None, args.size.unwrap_or(5), model_arg::Lanes::One, compute)?,
@@ -190,7 +195,7 @@ mod tests {
             }
         }
         let mut out = Vec::new();
-        play(args(save.clone(), Side::White), &mut text.as_bytes(), &mut out, &bredon_nn::Compute::cpu()).unwrap();
+        play(args(save.clone(), Side::White), &mut text.as_bytes(), &mut out, &bredon_infer::Compute::cpu()).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert!(out.contains("Cannot read \"zz9\" as a move"), "{out}");
         assert!(out.contains("is not legal here"), "{out}");
@@ -206,7 +211,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let save = dir.path().join("g.ptn");
         let mut out = Vec::new();
-        play(args(save.clone(), Side::Black), &mut "".as_bytes(), &mut out, &bredon_nn::Compute::cpu()).unwrap();
+        play(args(save.clone(), Side::Black), &mut "".as_bytes(), &mut out, &bredon_infer::Compute::cpu()).unwrap();
         let ptn = Ptn::parse(&std::fs::read_to_string(&save).unwrap()).unwrap();
         // The engine (white) moved once before the input closed.
         assert_eq!(ptn.replay().unwrap().moves().len(), 1);

@@ -67,7 +67,7 @@ impl Tally {
 }
 
 /// Runs the suite and prints the report.
-pub fn run(args: &TacticsArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: &TacticsArgs, compute: &bredon_infer::Compute) -> Result<()> {
     let suite = load_suite(args)?;
     if let Some(path) = &args.write_suite {
         return write_suite(path, &suite);

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::model_arg::{self, Lanes, ModelSet};
+use bredon_infer::Compute;
 use bredon_mcts::SearchConfig;
-use bredon_nn::Compute;
 
 /// Arguments of `bredon tei`.
 #[derive(clap::Args, Debug)]

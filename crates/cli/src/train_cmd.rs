@@ -91,7 +91,7 @@ fn run_location_for(args: &TrainArgs) -> Result<RunLocation> {
 
 /// Opens the run's device (`--device` if given, else the config's `[device] name`) for
 /// its `[selfplay] inference` path.
-fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<bredon_nn::Compute> {
+fn open_device(cfg: &RunConfig, cli: Option<bredon_nn::DeviceChoice>) -> Result<bredon_infer::Compute> {
     let choice = cli.unwrap_or(cfg.device.name);
     crate::open_compute(choice, cfg.selfplay.inference).with_context(|| match cli {
         Some(_) => "--device".to_string(),

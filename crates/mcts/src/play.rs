@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use bredon_rules::{Move, Position};
 use rand::Rng;
 
-use crate::{Evaluator, Search, SearchConfig, SearchLimits, SearchResult};
+use crate::config::SearchConfig;
+use crate::evaluator::Evaluator;
+use crate::search::{Search, SearchLimits, SearchResult};
 
 /// The search settings for play: `bredon_mcts`'s defaults with root noise off, the
 /// threat-space solver on ([`PLAY_SOLVER_SHARE`] of each move's budget) and, on a game

@@ -2,70 +2,18 @@
 //! metadata file, and single-file exported models for play.
 
 use burn::prelude::*;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use crate::error::ModelError;
 use crate::integrity::check_finite;
-use crate::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded, check_meta, check_meta_json, check_weights};
-use crate::model::{NetConfig, TakNet};
-use crate::policy::policy_size;
+use crate::model::TakNet;
+use crate::weights::check_weights;
+use bredon_netform::limits::{Limits, MAX_MESSAGE, ModelFileError, bounded};
+use bredon_netform::meta::ModelMeta;
 use bredon_storage::fsutil::{atomic_write, atomic_write_with};
 use bredon_storage::integrity::{
     Verified, append_crc, check_crc, crc_field, crc_hex, crc32c, from_checked_json, split_crc, to_checked_json,
 };
-
-/// What a model file is: enough to rebuild the network and to refuse a mismatch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelMeta {
-    /// Board size.
-    pub size: usize,
-    /// Komi (half points) the model was trained with.
-    pub half_komi: i8,
-    /// Architecture.
-    pub net: NetConfig,
-    /// Input plane layout version (the same as `net.input_version`; see [`crate::encoding`]).
-    pub input_version: u32,
-    /// Policy outputs.
-    pub policy_size: usize,
-    /// Optimiser steps trained.
-    pub step: u64,
-    /// Generation within its run.
-    pub generation: u32,
-}
-
-impl ModelMeta {
-    /// Metadata for a model of `net` (size set).
-    pub fn new(net: &NetConfig, half_komi: i8, step: u64, generation: u32) -> ModelMeta {
-        ModelMeta {
-            size: net.size,
-            half_komi,
-            net: net.clone(),
-            input_version: net.input_version,
-            policy_size: policy_size(net.size),
-            step,
-            generation,
-        }
-    }
-
-    /// Checks the metadata against [`crate::limits::Limits`] and for consistency (board
-    /// sizes, input versions, policy size, the network's parameter count): the error names
-    /// the field and the limit.
-    pub fn check(&self) -> Result<(), ModelFileError> {
-        check_meta(self.size, self.input_version, self.policy_size, &self.net)
-    }
-
-    /// Parses and checks a model's metadata from its JSON object: numeric fields are
-    /// checked to be whole numbers before parsing and against the limits after, so a
-    /// hostile value is refused with an error naming its field before anything is built.
-    pub fn from_json(value: serde_json::Value) -> Result<ModelMeta, ModelFileError> {
-        check_meta_json(&value)?;
-        let meta: ModelMeta = serde_json::from_value(value)
-            .map_err(|e| ModelFileError::BadMetadata(bounded(&e.to_string(), MAX_MESSAGE)))?;
-        meta.check()?;
-        Ok(meta)
-    }
-}
 
 /// Field of `model.json` holding the CRC-32C of `model.bpk`.
 pub const WEIGHTS_CRC_FIELD: &str = "weights_crc32c";

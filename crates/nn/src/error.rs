@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use bredon_storage::StorageError;
 use bredon_storage::integrity::IntegrityError;
 
-use crate::limits::ModelFileError;
+use bredon_netform::limits::{MAX_MESSAGE, ModelFileError, bounded};
 
 /// Saving or loading a network: a checkpoint directory (`model.bpk` + `model.json`) or an
 /// exported `.bredon` file.
@@ -118,48 +118,63 @@ impl ModelError {
     }
 }
 
-/// Writing or reading an ONNX model.
+/// What can go wrong in training.
 #[derive(Debug, thiserror::Error)]
-pub enum OnnxError {
-    /// The metadata passed with the network describes another network.
-    #[error("metadata ({meta}) does not describe the network ({net})")]
-    MetaMismatch {
-        /// Size and architecture in the metadata.
-        meta: String,
-        /// Size and architecture of the network.
-        net: String,
-    },
-    /// The network has neither policy head for an output.
-    #[error("the network has no policy head for {0}")]
-    NoPolicyHead(String),
-    /// protobuf could not serialise the graph.
-    #[error("serialising the ONNX model")]
-    Serialise(#[source] protobuf::Error),
-    /// The file could not be written.
+pub enum TrainError {
+    /// The network's configuration is not one that can be trained.
+    #[error("network size {0} is not a board size (3 to 8)")]
+    BadSize(usize),
+    /// The network's input format is unknown.
     #[error(transparent)]
-    Store(#[from] StorageError),
-    /// The file could not be read.
-    #[error("reading {}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+    Model(#[from] ModelFileError),
+    /// A step was asked for with no examples.
+    #[error("empty training batch")]
+    EmptyBatch,
+    /// An example does not fit the network.
+    #[error("example {index} of the batch is for {found}x{found}, the network is {size}x{size}")]
+    ExampleSize {
+        /// Its place in the batch.
+        index: usize,
+        /// The example's board size.
+        found: usize,
+        /// The network's.
+        size: usize,
     },
-    /// The file does not parse as an ONNX `ModelProto`.
-    #[error("{} is not an ONNX model", path.display())]
-    NotOnnx {
-        /// The file.
-        path: PathBuf,
-        /// The parser's error.
-        #[source]
-        source: protobuf::Error,
+    /// An ownership target has the wrong number of squares.
+    #[error("example {index}'s ownership target has {found} squares, a {size}x{size} board has {}", size * size)]
+    OwnershipSize {
+        /// Its place in the batch.
+        index: usize,
+        /// Squares in the target.
+        found: usize,
+        /// The network's board size.
+        size: usize,
     },
-    /// The model has no graph.
-    #[error("{} has no graph", path.display())]
-    NoGraph {
+    /// [`Trainer::step`] had to skip the step (the reason names what was non-finite).
+    #[error("training step skipped: {0}")]
+    Skipped(String),
+    /// The device failed while the step's losses were read back.
+    #[error("the training device failed: {0}")]
+    Device(#[from] burn::tensor::ExecutionError),
+    /// The network handed to the optimiser is not the one its state is laid out for (a
+    /// bug: the trainer keeps both together).
+    #[error("the optimiser's layout does not fit the network: {0}")]
+    OptimizerLayout(String),
+    /// The optimiser state could not be saved or loaded (burn's message, shortened).
+    #[error("{action} optimizer state {path}: {message}")]
+    OptimizerState {
+        /// `saving` or `loading`.
+        action: &'static str,
         /// The file.
-        path: PathBuf,
+        path: std::path::PathBuf,
+        /// What burn said.
+        message: String,
     },
+}
+
+/// The error for a failed save or load of the optimiser state; burn's message can list
+/// every tensor of the state, so it is shortened.
+pub(crate) fn optimizer_error(action: &'static str, path: &std::path::Path, message: String) -> TrainError {
+    let message = bounded(&message, MAX_MESSAGE);
+    TrainError::OptimizerState { action, path: path.to_path_buf(), message }
 }

@@ -25,8 +25,52 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
+use crate::error::{TrainError, optimizer_error};
 use crate::model::TakNet;
-use crate::train::{OptimizerKind, OptimizerSettings, TrainError};
+
+/// The optimiser's algorithm (`adam` or `sgd` in configs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Adam.
+    #[default]
+    Adam,
+    /// Stochastic gradient descent with momentum 0.9.
+    Sgd,
+}
+
+/// Optimiser settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerSettings {
+    /// The algorithm.
+    pub kind: OptimizerKind,
+    /// L2 weight decay.
+    pub weight_decay: f64,
+    /// Weight of the value loss (the squared error; not used with a WDL head).
+    pub value_loss_weight: f64,
+    /// Weight of the win/draw/loss cross-entropy (WDL head only).
+    pub wdl_loss_weight: f64,
+    /// Weight of the flat margin loss (auxiliary heads only).
+    pub flat_margin_loss_weight: f64,
+    /// Weight of the ownership loss (auxiliary heads only).
+    pub ownership_loss_weight: f64,
+    /// Weight of the opponent policy loss (auxiliary heads only).
+    pub opponent_policy_loss_weight: f64,
+}
+
+impl Default for OptimizerSettings {
+    fn default() -> Self {
+        OptimizerSettings {
+            kind: OptimizerKind::Adam,
+            weight_decay: 1e-4,
+            value_loss_weight: 1.0,
+            wdl_loss_weight: 1.0,
+            flat_margin_loss_weight: 0.5,
+            ownership_loss_weight: 0.5,
+            opponent_policy_loss_weight: 0.15,
+        }
+    }
+}
 
 /// Elements between parameter starts in the flat tensors: 256 bytes of `f32`, the widest
 /// storage-offset alignment of the GPU backends, so that every parameter's range is a view.
@@ -247,7 +291,7 @@ impl FlatOptimizer {
                         .try_into_data()?
                         .convert::<f32>()
                         .try_to_vec::<f32>()
-                        .map_err(|e| crate::train::optimizer_error("saving", path, format!("{e:?}")))?,
+                        .map_err(|e| optimizer_error("saving", path, format!("{e:?}")))?,
                 )),
                 None => Ok(None),
             }
@@ -290,7 +334,7 @@ impl FlatOptimizer {
         for (key, value) in &paths {
             writer = writer.with_metadata(key, value);
         }
-        writer.write_to_file(path).map_err(|e| crate::train::optimizer_error("saving", path, format!("{e:?}")))
+        writer.write_to_file(path).map_err(|e| optimizer_error("saving", path, format!("{e:?}")))
     }
 
     /// Loads state saved by [`FlatOptimizer::save`] or by burn's `ModuleOptimizer` (the
@@ -298,7 +342,7 @@ impl FlatOptimizer {
     /// fresh, as burn's optimisers do; state of a shape other than its parameter's is an
     /// error naming the parameter.
     pub(crate) fn load(&mut self, path: &Path) -> Result<(), TrainError> {
-        let fail = |message: String| crate::train::optimizer_error("loading", path, message);
+        let fail = |message: String| optimizer_error("loading", path, message);
         let reader = burn_pack::Reader::from_file(path).map_err(|e| fail(format!("{e:?}")))?;
         let scalars = reader.scalars().clone();
         let mut tensors: BTreeMap<String, TensorData> = BTreeMap::new();
@@ -510,8 +554,8 @@ impl ModuleMapper for Scatter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NetConfig;
     use crate::train::encode_batch;
+    use bredon_netform::config::NetConfig;
     use burn::optim::decay::WeightDecayConfig;
     use burn::optim::momentum::MomentumConfig;
     use burn::optim::{AdamConfig, ModuleOptimizer, SgdConfig};

@@ -30,7 +30,8 @@ use burn::prelude::*;
 use burn::tensor::activation::{relu, tanh};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NetOutput, Outputs, ResBlock, TakNet, ValueHead, pool_over};
+use crate::model::{NetOutput, Outputs, ResBlock, TakNet, pool_over};
+use bredon_netform::config::ValueHead;
 
 /// How a training step computes the network's convolutions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +188,14 @@ fn per_square_logits(out: &Conv2d, p: Rows, shift: &Tensor<3>) -> Tensor<2> {
 }
 
 impl TakNet {
+    /// Policy logits and values, computed the way [`Convolutions::Auto`]
+    /// picks on the network's device (burn's `conv2d` on the CPU, matrix products over
+    /// rows on a GPU).
+    pub fn forward(&self, x: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
+        let out = self.forward_with(x, Outputs::PolicyValue, Convolutions::Auto);
+        (out.policy, out.value)
+    }
+
     /// [`TakNet::forward_all`] computed as matrix products over channels-last rows (the
     /// [module](self) says why); the same outputs.
     pub fn forward_all_rows(&self, x: Tensor<4>, outputs: Outputs) -> NetOutput {
@@ -230,7 +239,7 @@ impl TakNet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NetConfig, PolicyHead};
+    use bredon_netform::config::{NetConfig, PolicyHead};
     use burn::module::{Module, ModuleMapper, Param};
     use burn::tensor::Distribution;
 

@@ -9,66 +9,15 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
 
-use crate::encoding::{check_input_version, encode, input_len, planes};
-use crate::limits::ModelFileError;
-use crate::model::{NetConfig, Outputs, TakNet};
+pub use crate::error::TrainError;
+use crate::model::{Outputs, TakNet};
 use crate::optim::FlatOptimizer;
-use crate::policy::move_to_index;
+pub use crate::optim::{OptimizerKind, OptimizerSettings};
 use crate::rows::Convolutions;
-
-/// What can go wrong in training.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    /// The network's configuration is not one that can be trained.
-    #[error("network size {0} is not a board size (3 to 8)")]
-    BadSize(usize),
-    /// The network's input format is unknown.
-    #[error(transparent)]
-    Model(#[from] ModelFileError),
-    /// A step was asked for with no examples.
-    #[error("empty training batch")]
-    EmptyBatch,
-    /// An example does not fit the network.
-    #[error("example {index} of the batch is for {found}x{found}, the network is {size}x{size}")]
-    ExampleSize {
-        /// Its place in the batch.
-        index: usize,
-        /// The example's board size.
-        found: usize,
-        /// The network's.
-        size: usize,
-    },
-    /// An ownership target has the wrong number of squares.
-    #[error("example {index}'s ownership target has {found} squares, a {size}x{size} board has {}", size * size)]
-    OwnershipSize {
-        /// Its place in the batch.
-        index: usize,
-        /// Squares in the target.
-        found: usize,
-        /// The network's board size.
-        size: usize,
-    },
-    /// [`Trainer::step`] had to skip the step (the reason names what was non-finite).
-    #[error("training step skipped: {0}")]
-    Skipped(String),
-    /// The device failed while the step's losses were read back.
-    #[error("the training device failed: {0}")]
-    Device(#[from] burn::tensor::ExecutionError),
-    /// The network handed to the optimiser is not the one its state is laid out for (a
-    /// bug: the trainer keeps both together).
-    #[error("the optimiser's layout does not fit the network: {0}")]
-    OptimizerLayout(String),
-    /// The optimiser state could not be saved or loaded (burn's message, shortened).
-    #[error("{action} optimizer state {path}: {message}")]
-    OptimizerState {
-        /// `saving` or `loading`.
-        action: &'static str,
-        /// The file.
-        path: std::path::PathBuf,
-        /// What burn said.
-        message: String,
-    },
-}
+use bredon_netform::config::NetConfig;
+use bredon_netform::encoding::{encode, input_len, planes};
+use bredon_netform::limits::check_input_version;
+use bredon_netform::policy::move_to_index;
 
 /// One training example: a position and its targets.
 #[derive(Clone, Debug)]
@@ -191,50 +140,6 @@ pub enum StepOutcome {
     Skipped(String),
 }
 
-/// The optimiser's algorithm (`adam` or `sgd` in configs).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OptimizerKind {
-    /// Adam.
-    #[default]
-    Adam,
-    /// Stochastic gradient descent with momentum 0.9.
-    Sgd,
-}
-
-/// Optimiser settings.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OptimizerSettings {
-    /// The algorithm.
-    pub kind: OptimizerKind,
-    /// L2 weight decay.
-    pub weight_decay: f64,
-    /// Weight of the value loss (the squared error; not used with a WDL head).
-    pub value_loss_weight: f64,
-    /// Weight of the win/draw/loss cross-entropy (WDL head only).
-    pub wdl_loss_weight: f64,
-    /// Weight of the flat margin loss (auxiliary heads only).
-    pub flat_margin_loss_weight: f64,
-    /// Weight of the ownership loss (auxiliary heads only).
-    pub ownership_loss_weight: f64,
-    /// Weight of the opponent policy loss (auxiliary heads only).
-    pub opponent_policy_loss_weight: f64,
-}
-
-impl Default for OptimizerSettings {
-    fn default() -> Self {
-        OptimizerSettings {
-            kind: OptimizerKind::Adam,
-            weight_decay: 1e-4,
-            value_loss_weight: 1.0,
-            wdl_loss_weight: 1.0,
-            flat_margin_loss_weight: 0.5,
-            ownership_loss_weight: 0.5,
-            opponent_policy_loss_weight: 0.15,
-        }
-    }
-}
-
 /// A network being trained, with its optimiser.
 pub struct Trainer {
     /// Architecture (size set).
@@ -293,7 +198,12 @@ impl Trainer {
         check_input_version(config.input_version)?;
         // Every field within what a model file may hold, and consistent (pooled channels
         // among the channels, say): a network that could not be saved is not built.
-        crate::limits::check_meta(config.size, config.input_version, crate::policy::policy_size(config.size), config)?;
+        bredon_netform::limits::check_meta(
+            config.size,
+            config.input_version,
+            bredon_netform::policy::policy_size(config.size),
+            config,
+        )?;
         let device = device.clone().autodiff();
         device.seed(seed);
         let model = TakNet::new(config, &device);
@@ -368,7 +278,7 @@ impl Trainer {
     pub fn try_step(&mut self, batch: &[TrainExample], lr: f64) -> Result<StepOutcome, TrainError> {
         // Trained weights and their gradients hold denormal floats, which x86 computes in
         // microcode: flushing them to zero makes a step of a trained 6x6 network faster.
-        let _flush = crate::fast::FlushDenormalsInPool::new();
+        let _flush = bredon_netform::denormals::FlushDenormalsInPool::new();
         self.step_flushed(batch, lr, &mut PhaseProbe::default())
     }
 
@@ -383,7 +293,7 @@ impl Trainer {
         lr: f64,
         at_end: &mut dyn FnMut(StepPhase),
     ) -> Result<StepOutcome, TrainError> {
-        let _flush = crate::fast::FlushDenormalsInPool::new();
+        let _flush = bredon_netform::denormals::FlushDenormalsInPool::new();
         let mut probe = PhaseProbe { device: Some(self.device.clone()), at_end: Some(at_end) };
         self.step_flushed(batch, lr, &mut probe)
     }
@@ -638,7 +548,7 @@ impl PolicyTargets {
 
     /// A dense row of `policy_size(size)` per example (a move listed twice adds up).
     fn dense<'a>(rows: impl ExactSizeIterator<Item = &'a [(Move, f32)]>, size: usize) -> PolicyTargets {
-        let (b, p) = (rows.len(), crate::policy::policy_size(size));
+        let (b, p) = (rows.len(), bredon_netform::policy::policy_size(size));
         let mut dense = vec![0.0f32; b * p];
         for (i, row) in rows.enumerate() {
             for &(mv, q) in row {
@@ -678,13 +588,6 @@ impl PolicyTargets {
             }
         }
     }
-}
-
-/// The error for a failed save or load of the optimiser state; burn's message can list
-/// every tensor of the state, so it is shortened.
-pub(crate) fn optimizer_error(action: &'static str, path: &std::path::Path, message: String) -> TrainError {
-    let message = crate::limits::bounded(&message, crate::limits::MAX_MESSAGE);
-    TrainError::OptimizerState { action, path: path.to_path_buf(), message }
 }
 
 /// Checks, before anything is computed (and before the model is taken out of the
@@ -754,7 +657,7 @@ impl burn::module::ModuleVisitor for GradCheck<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::policy_size;
+    use bredon_netform::policy::policy_size;
 
     /// The gradients' sum is finite exactly while every gradient is; a poisoned one makes
     /// it NaN, and the slow path names that parameter.

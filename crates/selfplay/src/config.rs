@@ -12,7 +12,7 @@ pub struct RunConfig {
     /// Board size and komi.
     pub game: GameConfig,
     /// Network architecture.
-    pub net: bredon_nn::NetConfig,
+    pub net: bredon_netform::NetConfig,
     /// Tree search settings used by self-play.
     pub search: bredon_mcts::SearchConfig,
     /// Self-play settings.
@@ -100,7 +100,7 @@ pub struct SelfPlayConfig {
     /// the kernels' trunk on the GPU's tensor cores, where it has them and they agree with
     /// single precision on the network (checked at start-up; otherwise single precision,
     /// with a warning); `wgsl:f32` and `wgsl:f16-pairs` name the other arithmetics.
-    pub inference: bredon_nn::InferenceKind,
+    pub inference: bredon_infer::InferenceKind,
     /// Inference threads of self-play, each with its own copy of the network and a
     /// forward pass on one core; the games' requests are dealt out among them. 0 (the
     /// default) = one per thread of the process (`RAYON_NUM_THREADS`, else the cores) on
@@ -161,7 +161,7 @@ impl SelfPlayConfig {
     /// than the games played at once. `device` is where the network runs.
     pub fn inference_shards(&self, device: &bredon_nn::Device) -> usize {
         let n = match self.inference_threads {
-            0 => bredon_nn::inference::auto_shards(self.inference, device),
+            0 => bredon_infer::auto_shards(self.inference, device),
             n => n,
         };
         n.clamp(1, self.concurrent_games.max(1))
@@ -198,7 +198,7 @@ impl Default for SelfPlayConfig {
             resign_threshold: 0.0,
             resign_playthrough: 0.1,
             max_inference_batch: 256,
-            inference: bredon_nn::InferenceKind::Auto,
+            inference: bredon_infer::InferenceKind::Auto,
             inference_threads: 0,
             overlap: false,
             visits_ramp_generations: 0,
@@ -451,8 +451,13 @@ impl RunConfig {
         // The network's own limits, as a model file of it is checked (input version,
         // sizes of every part, pooled channels, parameter count).
         let net = self.net.for_size(g.size);
-        bredon_nn::limits::check_meta(g.size, net.input_version, bredon_nn::policy::policy_size(g.size), &net)
-            .map_err(ConfigError::Net)?;
+        bredon_netform::limits::check_meta(
+            g.size,
+            net.input_version,
+            bredon_netform::policy::policy_size(g.size),
+            &net,
+        )
+        .map_err(ConfigError::Net)?;
         let s = &self.selfplay;
         if s.games_per_generation == 0 || s.concurrent_games == 0 || s.visits == 0 {
             invalid!("selfplay.games_per_generation, concurrent_games and visits must be positive");
@@ -561,7 +566,7 @@ mod tests {
         assert_eq!(s("[selfplay]\ninference = \"burn\""), 1, "burn's path: one service");
         // Automatic on the fast path: one per thread of rayon's pool (the games allowing).
         let auto = s("[selfplay]\ninference = \"fast\"\nconcurrent_games = 1000");
-        assert_eq!(auto, bredon_nn::inference::auto_shards(bredon_nn::InferenceKind::Fast, &bredon_nn::device::cpu()));
+        assert_eq!(auto, bredon_infer::auto_shards(bredon_infer::InferenceKind::Fast, &bredon_nn::device::cpu()));
         assert!(auto >= 1);
     }
 

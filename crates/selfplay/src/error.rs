@@ -36,7 +36,7 @@ pub enum ConfigError {
     /// `[net]` describes a network outside what a model file may hold (an unknown input
     /// version, a size out of its limits, more pooled channels than channels).
     #[error("in [net]")]
-    Net(#[source] bredon_nn::limits::ModelFileError),
+    Net(#[source] bredon_netform::limits::ModelFileError),
     /// The error is in this config file.
     #[error("in config {}", path.display())]
     In {
@@ -237,7 +237,7 @@ pub enum RunError {
         /// The last reason.
         last: String,
         /// The last good checkpoint.
-        checkpoint: crate::rundir::Generation,
+        checkpoint: crate::generation::Generation,
     },
     /// A search returned no move in a live game, twice.
     #[error("the search found no move at ply {0}")]

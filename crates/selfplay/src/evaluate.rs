@@ -95,7 +95,7 @@ pub fn evaluate_generation(
     learner: &Learner,
     generation: Generation,
     stop: &AtomicBool,
-    compute: &bredon_nn::Compute,
+    compute: &bredon_infer::Compute,
 ) -> Result<Vec<(String, f64)>> {
     let (current, _svc) = learner.start_inference(64, cfg.selfplay.inference_shards(&compute.device))?;
     let settings = MatchSettings {

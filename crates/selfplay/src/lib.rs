@@ -7,6 +7,7 @@ pub use bredon_storage::fsutil;
 pub mod config;
 pub mod error;
 pub mod evaluate;
+pub mod generation;
 pub mod net;
 pub mod remote;
 pub mod replay;

@@ -1,11 +1,13 @@
 //! The training loop's view of the network: create, load, save, train, serve.
 
 use crate::error::{Context, IoContext, Result, RunError};
+use bredon_infer::Compute;
+use bredon_infer::InferenceService;
 use bredon_mcts::Evaluator;
-use bredon_nn::checkpoint::ModelMeta;
-use bredon_nn::inference::InferenceService;
+use bredon_netform::NetConfig;
+use bredon_netform::meta::ModelMeta;
 use bredon_nn::train::{AuxTargets, OptimizerSettings, wdl_of_value};
-use bredon_nn::{Compute, NetConfig, StepOutcome, TrainExample, Trainer, load_model, save_model};
+use bredon_nn::{StepOutcome, TrainExample, Trainer, load_model, save_model};
 use bredon_rules::Symmetry;
 use bredon_storage::fsutil::atomic_write_with;
 use rand::Rng;
@@ -22,7 +24,7 @@ pub struct Learner {
     trainer: Trainer,
     net: NetConfig,
     half_komi: i8,
-    inference: bredon_nn::InferenceKind,
+    inference: bredon_infer::InferenceKind,
     /// `[train] search_value_weight`.
     search_value_weight: f32,
 }
@@ -258,7 +260,7 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Position> = positions.iter().collect();
-        let forward = |m: &bredon_nn::TakNet| bredon_nn::inference::forward_raw(m, &refs, 4);
+        let forward = |m: &bredon_nn::TakNet| bredon_infer::forward_raw(m, &refs, 4);
         assert_eq!(forward(&learner.model()), forward(&model));
         let mut wider = gpool.clone();
         wider.net.channels = 16;
@@ -269,7 +271,7 @@ mod tests {
     /// A 5x5 run config with a small size-independent network (b2c8: conv policy head,
     /// global pooling, pooled value head).
     fn size_independent_5x5() -> RunConfig {
-        use bredon_nn::{PolicyHead, ValueHead};
+        use bredon_netform::{PolicyHead, ValueHead};
         let mut cfg = RunConfig::default();
         cfg.game.size = 5;
         cfg.net = NetConfig {
@@ -303,7 +305,7 @@ mod tests {
             played.push(mv.0);
         }
         let refs: Vec<&Position> = positions.iter().collect();
-        let forward = |m: &bredon_nn::TakNet| bredon_nn::inference::forward_raw(m, &refs, 5);
+        let forward = |m: &bredon_nn::TakNet| bredon_infer::forward_raw(m, &refs, 5);
         // A net this small, freshly initialised, sometimes has every value unit dead (the
         // same value everywhere), which would make "same outputs" say little: draw again.
         let (_dir, file, before) = (0..20)
@@ -352,8 +354,8 @@ mod tests {
         let (learner, meta) = Learner::from_model_file(&six, &file, &Compute::cpu()).unwrap();
         assert_eq!((meta.net.size, meta.step), (5, 700));
         let pos = Position::new(6).unwrap();
-        let (logits, _) = bredon_nn::inference::forward_raw(&learner.model(), &[&pos], 6);
-        assert_eq!(logits.len(), bredon_nn::policy::policy_size(6));
+        let (logits, _) = bredon_infer::forward_raw(&learner.model(), &[&pos], 6);
+        assert_eq!(logits.len(), bredon_netform::policy::policy_size(6));
         let mut komi = cfg.clone();
         komi.game.komi = 2.0;
         let e = Learner::from_model_file(&komi, &file, &Compute::cpu()).err().unwrap().to_string();

@@ -66,7 +66,7 @@ pub struct TrainOptions {
     pub remote: Option<Arc<crate::remote::Remote>>,
     /// Where the network trains and plays: the run config's `[device] name` opened (or
     /// `--device`'s), with `[selfplay] inference` (default: the CPU).
-    pub compute: bredon_nn::Compute,
+    pub compute: bredon_infer::Compute,
 }
 
 /// The environment variable that sets the trainer's lease length on an object store in
@@ -607,7 +607,7 @@ struct Ctx<'a> {
 /// A running inference service for self-play, and the evaluator that reaches it.
 struct SelfPlayService {
     evaluator: Arc<dyn bredon_mcts::Evaluator>,
-    service: bredon_nn::inference::InferenceService,
+    service: bredon_infer::InferenceService,
 }
 
 /// The weights that play self-play games while the learner holds `current`: those, or
@@ -941,7 +941,7 @@ pub fn selfplay_only(
     games: Option<usize>,
     stop: Arc<AtomicBool>,
     remote: Option<&crate::remote::Remote>,
-    compute: &bredon_nn::Compute,
+    compute: &bredon_infer::Compute,
 ) -> Result<()> {
     let mut played = 0usize;
     let mut index = (std::process::id() as u64) << 32;

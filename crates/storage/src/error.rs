@@ -41,7 +41,7 @@ pub enum StorageError {
         /// The file or object.
         name: String,
         /// What is wrong.
-        problem: crate::integrity::IntegrityError,
+        problem: IntegrityError,
     },
     /// A `--run` location that is neither a path nor a supported URL.
     #[error("bad run location {given:?}: {problem}")]
@@ -101,6 +101,38 @@ pub enum StorageError {
         /// Who holds it now.
         holder: String,
     },
+}
+
+/// What is wrong with a file or object's contents. The checks are in `integrity`, which
+/// re-exports this type (kept here so that this module needs nothing from that one);
+/// checksums are shown as `integrity::crc_hex` writes them, 8 lower-case hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IntegrityError {
+    /// Shorter than its checksum trailer.
+    #[error("too short to hold a checksum ({len} bytes)")]
+    TooShort {
+        /// Its length.
+        len: usize,
+    },
+    /// The trailer or field does not match the contents.
+    #[error("checksum mismatch (stored {stored:08x}, contents {actual:08x}): the file is damaged or truncated")]
+    Mismatch {
+        /// The stored checksum.
+        stored: u32,
+        /// The checksum of the contents.
+        actual: u32,
+    },
+    /// The checksum recorded in another file does not match.
+    #[error("checksum mismatch (recorded {recorded:08x}, contents {actual:08x}): the file is damaged or was replaced")]
+    Recorded {
+        /// The recorded checksum.
+        recorded: u32,
+        /// The checksum of the contents.
+        actual: u32,
+    },
+    /// Not JSON, not an object, a bad checksum field, or fields of the wrong shape.
+    #[error("{0}")]
+    Json(String),
 }
 
 /// The storage crate's result.

@@ -15,6 +15,7 @@
 //! [`Verified::NoChecksum`] so callers can warn; a checksum that does not match is always
 //! an error naming the file.
 
+pub use crate::error::IntegrityError;
 use crate::error::{Result, StorageError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -26,36 +27,6 @@ pub const CRC_FIELD: &str = "crc32c";
 /// Longest message from a JSON decoder quoted in an error (hostile files can make them
 /// long).
 const MAX_MESSAGE: usize = 300;
-
-/// What is wrong with a file or object's contents.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum IntegrityError {
-    /// Shorter than its checksum trailer.
-    #[error("too short to hold a checksum ({len} bytes)")]
-    TooShort {
-        /// Its length.
-        len: usize,
-    },
-    /// The trailer or field does not match the contents.
-    #[error("checksum mismatch (stored {}, contents {}): the file is damaged or truncated", crc_hex(*stored), crc_hex(*actual))]
-    Mismatch {
-        /// The stored checksum.
-        stored: u32,
-        /// The checksum of the contents.
-        actual: u32,
-    },
-    /// The checksum recorded in another file does not match.
-    #[error("checksum mismatch (recorded {}, contents {}): the file is damaged or was replaced", crc_hex(*recorded), crc_hex(*actual))]
-    Recorded {
-        /// The recorded checksum.
-        recorded: u32,
-        /// The checksum of the contents.
-        actual: u32,
-    },
-    /// Not JSON, not an object, a bad checksum field, or fields of the wrong shape.
-    #[error("{0}")]
-    Json(String),
-}
 
 /// CRC-32C (Castagnoli) of `bytes`.
 pub fn crc32c(bytes: &[u8]) -> u32 {
@@ -254,5 +225,8 @@ mod tests {
         assert_eq!(split_crc(&b[..2]), Err(IntegrityError::TooShort { len: 2 }));
         let err = check_crc(b"abc", Some(1), Path::new("m.bpk")).unwrap_err().to_string();
         assert!(err.contains("m.bpk") && err.contains("recorded 00000001"), "{err}");
+        // The error (defined in `error`) shows checksums as `crc_hex` writes them.
+        let err = IntegrityError::Mismatch { stored: 0xab, actual: crc32c(b"x") }.to_string();
+        assert!(err.contains(&format!("stored {}, contents {}", crc_hex(0xab), crc_hex(crc32c(b"x")))), "{err}");
     }
 }

@@ -136,7 +136,7 @@ impl Store {
     /// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP=true` for a plain-http endpoint) and asked once
     /// for the run's objects, so that wrong credentials or a missing bucket are an error
     /// here, naming the cause.
-    pub fn open(location: &crate::RunLocation) -> Result<Store> {
+    pub fn open(location: &crate::location::RunLocation) -> Result<Store> {
         Store::open_with(location, RetryPolicy::default(), None)
     }
 
@@ -144,13 +144,13 @@ impl Store {
     /// variable names and values, e.g. `("AWS_ENDPOINT_URL", …)`) instead of the
     /// environment when given.
     pub fn open_with(
-        location: &crate::RunLocation,
+        location: &crate::location::RunLocation,
         retry: RetryPolicy,
         settings: Option<&[(&str, String)]>,
     ) -> Result<Store> {
         let (bucket, prefix) = match location {
-            crate::RunLocation::Local(root) => return Ok(Store::local(root.clone())),
-            crate::RunLocation::S3 { bucket, prefix } => (bucket.clone(), prefix.clone()),
+            crate::location::RunLocation::Local(root) => return Ok(Store::local(root.clone())),
+            crate::location::RunLocation::S3 { bucket, prefix } => (bucket.clone(), prefix.clone()),
         };
         let url = location.to_string();
         let config = |problem: String| StorageError::Remote { op: "open", url: url.clone(), problem };

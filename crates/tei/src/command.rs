@@ -2,8 +2,8 @@
 
 use std::fmt;
 
+use crate::dialect::{Dialect, SIZES};
 use crate::error::{ParseErrorKind, TeiParseError};
-use crate::{Dialect, SIZES};
 
 /// A parsed `go` command.
 #[derive(Clone, Debug, Default, PartialEq)]

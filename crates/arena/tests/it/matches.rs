@@ -9,7 +9,7 @@ use bredon_arena::{
     ResultsError, Schedule, SpecError, SpecErrorKind, Termination, entrants_from_specs, load_records, run_arena,
     run_match,
 };
-use bredon_nn::Compute;
+use bredon_infer::Compute;
 use bredon_rules::notation::Ptn;
 
 fn specs(list: &[&str]) -> Vec<PlayerSpec> {

@@ -74,7 +74,7 @@ impl AppState {
         extra: &[PathBuf],
         runs: &[PathBuf],
         max_searches: usize,
-        compute: bredon_nn::Compute,
+        compute: bredon_infer::Compute,
     ) -> Result<AppState> {
         let runs = runs
             .iter()
@@ -91,7 +91,7 @@ impl AppState {
 }
 
 /// Runs the server until Ctrl-C.
-pub fn run(args: ServeArgs, compute: &bredon_nn::Compute) -> Result<()> {
+pub fn run(args: ServeArgs, compute: &bredon_infer::Compute) -> Result<()> {
     let dirs = crate::model_arg::default_model_dirs();
     let state = Arc::new(AppState::new(dirs, &args.model, &args.run, args.max_searches, compute.clone())?);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -1,9 +1,10 @@
 //! The engines the page can pick: `auto` (the shipped `NxN.bredon` of the game's size,
 //! else the uniform evaluator), `uniform`, and models given with `--model` or uploaded.
 
+use bredon_infer::Compute;
 use bredon_mcts::{Evaluator, UniformEvaluator};
+use bredon_nn::Heads;
 use bredon_nn::checkpoint::load_exported_bytes;
-use bredon_nn::{Compute, Heads};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ use tower::ServiceExt;
 fn app_with(runs: &[PathBuf]) -> Router {
     // No model directory: the `auto` engine is the uniform evaluator, fast and the same
     // on every machine.
-    router(Arc::new(AppState::new(vec![], &[], runs, 2, bredon_nn::Compute::cpu()).unwrap()))
+    router(Arc::new(AppState::new(vec![], &[], runs, 2, bredon_infer::Compute::cpu()).unwrap()))
 }
 
 fn app() -> Router {
@@ -274,7 +274,7 @@ async fn a_run_is_read_as_it_is_written() {
 async fn a_network_adds_the_flat_margin_and_the_ownership_map() {
     // The shipped models: `auto` plays 4x4 with the shipped network (WDL and aux heads).
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
-    let app = router(Arc::new(AppState::new(vec![shipped], &[], &[], 2, bredon_nn::Compute::cpu()).unwrap()));
+    let app = router(Arc::new(AppState::new(vec![shipped], &[], &[], 2, bredon_infer::Compute::cpu()).unwrap()));
     // Three plies of a 4x4 game; the last position is searched, then the whole game.
     let body = r#"{"game": {"size": 4, "half_komi": 1, "moves": ["a1", "d4", "b2"]}, "plies": "all", "budget": {"visits": 20}}"#;
     let (s, v) = call(&app, "POST", "/api/search", Some(body)).await;

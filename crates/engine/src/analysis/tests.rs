@@ -38,7 +38,7 @@ fn shipped_4x4() -> AnalysisModel {
     let (net, meta) = bredon_nn::load_exported(&path).unwrap();
     AnalysisModel {
         name: "4x4.bredon".into(),
-        evaluator: Arc::new(bredon_nn::NetEvaluator::new(net.clone(), meta.size)),
+        evaluator: Arc::new(bredon_infer::NetEvaluator::new(net.clone(), meta.size)),
         heads: Some(Arc::new(Heads::new(net, meta.size))),
     }
 }

@@ -1,6 +1,7 @@
 use super::*;
+use bredon_infer::NetEvaluator;
 use bredon_mcts::Evaluation;
-use bredon_nn::{NetEvaluator, load_exported};
+use bredon_nn::load_exported;
 use bredon_tei::{Info, Outcome, Score, parse_response};
 use std::path::{Path, PathBuf};
 

@@ -86,8 +86,9 @@ fn the_shipped_model_loads_as_bytes() {
 /// `BREDON_HOSTILE_DIR` as `tiny-valid.bredon`, the `model_file` fuzz target's seed.)
 #[test]
 fn the_smallest_network_within_the_limits_loads() {
-    use bredon_nn::checkpoint::ModelMeta;
-    use bredon_nn::{NetConfig, TakNet, export_model};
+    use bredon_netform::NetConfig;
+    use bredon_netform::meta::ModelMeta;
+    use bredon_nn::{TakNet, export_model};
     let cfg = NetConfig { size: 3, blocks: 1, channels: 1, value_hidden: 1, policy_filters: 1, ..NetConfig::default() };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tiny.bredon");
@@ -275,8 +276,9 @@ fn a_hostile_checkpoint_directory_is_refused_naming_the_field() {
 /// than channels, and a model with it whose gpool tensor has the wrong shape.
 #[test]
 fn a_model_claiming_global_pooling_without_its_tensors_is_refused() {
-    use bredon_nn::checkpoint::ModelMeta;
-    use bredon_nn::{NetConfig, TakNet, export_model};
+    use bredon_netform::NetConfig;
+    use bredon_netform::meta::ModelMeta;
+    use bredon_nn::{TakNet, export_model};
     refused(
         "gpool-claimed",
         &edited(|m| m["net"]["global_pool"] = json!(true)),

@@ -1,11 +1,11 @@
 //! Damaged model files are refused with a clear error; non-finite weights are never
 //! loaded or written; a non-finite training step changes nothing.
 
-use bredon_nn::checkpoint::{ModelMeta, load_exported_verified, load_model_verified};
+use bredon_netform::NetConfig;
+use bredon_netform::meta::ModelMeta;
+use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
 use bredon_nn::train::OptimizerSettings;
-use bredon_nn::{
-    NetConfig, StepOutcome, TakNet, TrainExample, Trainer, export_model, load_exported, load_model, save_model,
-};
+use bredon_nn::{StepOutcome, TakNet, TrainExample, Trainer, export_model, load_exported, load_model, save_model};
 use bredon_rules::Position;
 use bredon_storage::integrity::Verified;
 use burn::module::{Module, ModuleMapper, Param};

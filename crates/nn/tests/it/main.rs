@@ -1,14 +1,9 @@
 //! bredon-nn's integration tests, built as one binary instead of one per file: each test
 //! binary is compiled and linked with every crate under it on its own, which made these
 //! files several times dearer to build than their code (docs/testing.md). One file's
-//! tests: `cargo test --release -p bredon-nn --test it <file>::`.
+//! tests: `cargo test --release -p bredon-nn --test it <file>::`. The tests that need
+//! the forward passes of `bredon-kernels` and `bredon-infer` or the ONNX writer are in
+//! `crates/infer/tests/it`.
 
-mod common;
-mod fast;
-mod gpool;
 mod hostile;
 mod integrity;
-mod nn;
-mod onnx;
-#[cfg(feature = "wgpu")]
-mod wgpu;

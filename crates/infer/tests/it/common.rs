@@ -1,0 +1,96 @@
+//! Helpers shared by the nn integration tests.
+
+use bredon_rules::Position;
+use bredon_rules::notation::Ptn;
+
+/// Every unfinished position of the reference games in `shared/data/games` (all 5x5).
+pub fn real_positions() -> Vec<Position> {
+    let dir =
+        bredon_rules::testdata::shared_data_dir().expect("shared/data not found; set BREDON_SHARED_DATA").join("games");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptn"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let replay = Ptn::parse(&std::fs::read_to_string(&f).unwrap()).unwrap().replay().unwrap();
+        out.extend(replay.positions().iter().filter(|p| p.result().is_none()).cloned());
+    }
+    out
+}
+
+/// `n` unfinished positions of random games on `size`, each after fewer than 3·N² plies
+/// (longer games than the library's default: taller stacks, emptier reserves).
+pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
+    bredon_netform::positions::random_positions_within(size, n, seed, 3 * size * size)
+}
+
+/// `model` (a network of `cfg`) with every tensor whose name contains one of `names`
+/// replaced by values drawn from N(0, `std`²): weights that start at zero (the global
+/// pooling layers) made to matter.
+pub fn with_random_tensors(
+    model: &bredon_nn::TakNet,
+    cfg: &bredon_netform::NetConfig,
+    names: &[&str],
+    std: f32,
+    seed: u64,
+) -> bredon_nn::TakNet {
+    use burn::module::Module;
+    use rand::{Rng, SeedableRng};
+    // A standard normal sample (Box–Muller).
+    let normal = |rng: &mut rand_chacha::ChaCha8Rng| {
+        let u: f32 = rng.random_range(f32::EPSILON..1.0);
+        let v: f32 = rng.random_range(0.0..1.0);
+        (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let bytes = model.clone().into_record().into_bytes().unwrap();
+    let tensors = burn_pack::Reader::from_bytes(bytes).unwrap().into_tensors().unwrap();
+    let mut replaced = 0;
+    let tensors: Vec<burn_pack::Tensor> = tensors
+        .into_iter()
+        .map(|t| {
+            if !names.iter().any(|n| t.name.contains(n)) {
+                return t;
+            }
+            replaced += 1;
+            let (name, dtype, shape, id, bytes) = t.into_parts().unwrap();
+            let data: Vec<u8> = (0..bytes.len() / 4).flat_map(|_| (normal(&mut rng) * std).to_le_bytes()).collect();
+            burn_pack::Tensor::new(name, dtype, shape, id, burn::tensor::Bytes::from_bytes_vec(data))
+        })
+        .collect();
+    assert!(replaced > 0, "no tensor named like {names:?}");
+    let bytes = burn_pack::Writer::new(tensors).into_bytes().unwrap();
+    let record = burn::store::ModuleRecord::from_bytes(bytes).unwrap();
+    bredon_nn::TakNet::new(cfg, &model.device()).try_load_record(record).unwrap()
+}
+
+/// A random legal move as the policy target and a random value for each position.
+pub fn random_examples(positions: &[Position], rng: &mut impl rand::Rng) -> Vec<bredon_nn::TrainExample> {
+    positions
+        .iter()
+        .map(|p| {
+            let moves = p.legal_moves();
+            bredon_nn::TrainExample {
+                policy: vec![(moves[rng.random_range(0..moves.len())], 1.0)],
+                value: rng.random_range(-1.0..1.0),
+                position: p.clone(),
+                wdl: None,
+                aux: Default::default(),
+            }
+        })
+        .collect()
+}
+
+/// A few training steps (BatchNorm statistics no longer the identity).
+pub fn trained(cfg: &bredon_netform::NetConfig, positions: &[Position], seed: u64) -> bredon_nn::TakNet {
+    use rand::SeedableRng;
+    let mut trainer = bredon_nn::Trainer::new(cfg, bredon_nn::train::OptimizerSettings::default(), seed).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for chunk in positions.chunks(32).take(3) {
+        trainer.step(&random_examples(chunk, &mut rng), 0.01).unwrap();
+    }
+    trainer.model()
+}

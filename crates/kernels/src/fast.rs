@@ -1,0 +1,987 @@
+//! The fast inference path: the network's forward pass outside burn, for search.
+//!
+//! Built from a [`FoldedNet`] (BatchNorm folded into the convolutions), so every layer is
+//! one matrix product with a fused epilogue (bias, residual add, ReLU):
+//!
+//! - **Layout**: activations are channels-last (`[position][pixel][channel]`) on a board
+//!   padded by one zero square on every side, so a 3x3 convolution is an *implicit GEMM*:
+//!   row `m` of the left matrix (one output pixel) is the nine 3x3 neighbours' channel
+//!   vectors, read in place at fixed offsets; no im2col copy, no bounds checks. Borders
+//!   are zeroed once and never written.
+//! - **Kernel**: an `MR x NR` register tile (`NR` output channels, a multiple of the SIMD
+//!   width) accumulated over `k` with one broadcast per row and one FMA per vector; the
+//!   weights are packed once into column panels of width `NR`. AVX-512 and AVX2+FMA kernels
+//!   are picked at run time ([`Isa::detect`]) with a portable fallback.
+//! - **Heads**: the policy and value 1x1 convolutions are one layer; the fully connected
+//!   weights are permuted to the channels-last flatten order instead of moving data.
+//! - **Threads**: a batch is split into chunks run on rayon's pool, each with its own
+//!   scratch buffers (reused across calls: no allocation after the first call at a size).
+//!   A batch too small to split (one position, for play and analysis) splits each large
+//!   layer instead: two halves of its rows, or of its column panels, joined per layer.
+//!
+//! - **Global pooling** (optional, [`NetConfig::global_pool`] and the pooling value head):
+//!   the pooled means and maxima and the small dense layers after them are plain scalar
+//!   Rust; the per-channel bias is added to the interior squares only (the padding stays
+//!   zero).
+//!
+//! - **Denormals**: every thread running a layer flushes denormal floats to zero while it
+//!   does (`bredon_netform::denormals::FlushDenormals`). Trained weights and activations can hold values so small
+//!   that x86 handles them in microcode, hundreds of cycles per operation: without the
+//!   flush the shipped 6x6 model ran 5x slower than an untrained one.
+//!
+//! The results agree with burn's forward pass to float rounding (see the tests).
+
+use bredon_rules::Position;
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+use bredon_netform::config::{NetConfig, pool_size_scale};
+use bredon_netform::denormals::FlushDenormals;
+use bredon_netform::encoding::{encode, input_len, planes};
+use bredon_netform::folded::{FoldedLinear, FoldedNet, Matrix};
+use bredon_netform::policy::policy_size;
+
+/// The instruction set the kernels use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// x86-64 AVX-512F (16 floats per vector, 32 registers).
+    Avx512,
+    /// x86-64 AVX2 with FMA (8 floats per vector, 16 registers).
+    Avx2,
+    /// Plain Rust (auto-vectorised by the compiler for the build target).
+    Portable,
+}
+
+impl Isa {
+    /// Every instruction set this CPU supports, best first.
+    pub fn available() -> Vec<Isa> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                out.push(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                out.push(Isa::Avx2);
+            }
+        }
+        out.push(Isa::Portable);
+        out
+    }
+
+    /// The best available instruction set, or the one named by `BREDON_FAST_ISA`
+    /// (`avx512`, `avx2`, `portable`) when it is available.
+    pub fn detect() -> Isa {
+        let available = Isa::available();
+        if let Ok(want) = std::env::var("BREDON_FAST_ISA")
+            && let Some(isa) = available.iter().find(|i| i.name() == want.trim().to_ascii_lowercase())
+        {
+            return *isa;
+        }
+        available[0]
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+
+    fn lanes(self) -> usize {
+        match self {
+            Isa::Avx512 => 16,
+            Isa::Avx2 | Isa::Portable => 8,
+        }
+    }
+
+    /// (vectors per column panel, rows per tile) for a layer with `n` output columns:
+    /// as many accumulators as the registers hold, with little zero padding.
+    fn tile_shape(self, n: usize) -> (usize, usize) {
+        match self {
+            Isa::Avx512 => {
+                let nv = if n <= 16 {
+                    1
+                } else if n.is_multiple_of(64) {
+                    4
+                } else if n.is_multiple_of(48) {
+                    3
+                } else if n <= 32 {
+                    2
+                } else {
+                    4
+                };
+                (nv, [0, 8, 12, 8, 6][nv])
+            }
+            Isa::Avx2 | Isa::Portable => {
+                if n <= 8 {
+                    (1, 8)
+                } else {
+                    (2, 6)
+                }
+            }
+        }
+    }
+}
+
+/// Largest tile: rows x columns (AVX-512: 6x64, 8x48, 12x32).
+const MAX_TILE: usize = 384;
+/// Largest rows per tile.
+const MAX_MR: usize = 12;
+
+/// A `Vec<f32>` whose data starts on a 64-byte boundary.
+struct AlignedVec {
+    buf: Vec<f32>,
+    off: usize,
+    len: usize,
+}
+
+impl AlignedVec {
+    fn zeroed(len: usize) -> AlignedVec {
+        let buf = vec![0.0f32; len + 16];
+        let off = ((64 - buf.as_ptr() as usize % 64) % 64) / 4;
+        AlignedVec { buf, off, len }
+    }
+
+    fn as_slice(&self) -> &[f32] {
+        &self.buf[self.off..self.off + self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
+/// A layer's weights as a `k x n` matrix packed in column panels of `nr` columns
+/// (`panel p` = rows `0..k` of columns `p*nr..(p+1)*nr`, zero beyond `n`).
+struct Packed {
+    k: usize,
+    n: usize,
+    nv: usize,
+    mr: usize,
+    nr: usize,
+    panels: usize,
+    w: AlignedVec,
+    bias: Vec<f32>,
+}
+
+impl Packed {
+    /// `m` packed for the kernels of `isa`.
+    fn new(isa: Isa, m: &Matrix) -> Packed {
+        let (k, n) = (m.k, m.n);
+        let (nv, mr) = isa.tile_shape(n);
+        let nr = nv * isa.lanes();
+        let panels = n.div_ceil(nr);
+        let mut w = AlignedVec::zeroed(panels * k * nr);
+        let data = w.as_mut_slice();
+        for p in 0..panels {
+            for kk in 0..k {
+                for jj in 0..nr {
+                    let j = p * nr + jj;
+                    if j < n {
+                        data[(p * k + kk) * nr + jj] = m.w[kk * n + j];
+                    }
+                }
+            }
+        }
+        let mut b = vec![0.0; panels * nr];
+        b[..n].copy_from_slice(&m.bias[..n]);
+        Packed { k, n, nv, mr, nr, panels, w, bias: b }
+    }
+}
+
+/// One layer as a matrix product: for each row `m`,
+/// `out[out_rows[m] + j] = epilogue(bias[j] + sum_t sum_c a[a_rows[m] + taps[t] + c] * W[t*seg + c][j])`.
+struct Gemm<'a> {
+    a: &'a [f32],
+    a_rows: &'a [usize],
+    taps: &'a [isize],
+    seg: usize,
+    out_rows: &'a [usize],
+    /// Add the value already in `out` (residual connection, computed in place).
+    residual: bool,
+    relu: bool,
+}
+
+/// Fewest multiply-adds for which a layer is split over two threads (below it the
+/// fork-join costs more than it saves).
+const PAR_MIN_FLOPS: usize = 1 << 17;
+
+/// `out` as a pointer that may cross threads: the two halves of a split layer write
+/// disjoint elements.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: only used by `gemm`, whose parallel halves write disjoint rows or columns.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// Computes the layer `g` with weights `w` into `out`. With `split`, a layer large enough
+/// is cut into two halves (by rows, or by column panels when there are too few rows) run
+/// by `rayon::join`: this is how a single position (batch 1) uses both cores.
+fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
+    let rows = g.a_rows.len();
+    assert_eq!(g.out_rows.len(), rows);
+    assert_eq!(g.taps.len() * g.seg, w.k, "layer input size");
+    if rows == 0 {
+        return;
+    }
+    // Every read and write below stays inside `a` and `out` (checked once per layer).
+    let (tmin, tmax) = g.taps.iter().fold((isize::MAX, isize::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (amin, amax) = g.a_rows.iter().fold((usize::MAX, 0), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    assert!(
+        amin as isize + tmin >= 0 && amax as isize + tmax + g.seg as isize <= g.a.len() as isize,
+        "input rows out of range"
+    );
+    let omax = g.out_rows.iter().copied().max().unwrap_or(0);
+    assert!(omax + w.n <= out.len(), "output rows out of range");
+
+    let out = OutPtr(out.as_mut_ptr());
+    let parts = if split && rows * w.k * w.n >= PAR_MIN_FLOPS && rayon::current_num_threads() > 1 {
+        if rows >= 2 * w.mr {
+            let half = (rows / 2).div_ceil(w.mr) * w.mr;
+            Some(((0..w.panels, 0..half), (0..w.panels, half..rows)))
+        } else if w.panels >= 2 {
+            let half = w.panels / 2;
+            Some(((0..half, 0..rows), (half..w.panels, 0..rows)))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    match parts {
+        // SAFETY (both arms): bounds checked above; the halves write disjoint output rows
+        // (distinct `out_rows`) or disjoint column ranges of them.
+        Some(((p1, r1), (p2, r2))) => {
+            rayon::join(
+                || unsafe { gemm_part(isa, w, g, out, p1, r1) },
+                || unsafe { gemm_part(isa, w, g, out, p2, r2) },
+            );
+        }
+        None => unsafe { gemm_part(isa, w, g, out, 0..w.panels, 0..rows) },
+    }
+}
+
+/// Column panels `panels` of rows `rows` of the layer.
+///
+/// # Safety
+/// The bounds checks of [`gemm`] hold, and no other thread writes the same elements of `out`.
+unsafe fn gemm_part(
+    isa: Isa,
+    w: &Packed,
+    g: &Gemm,
+    out: OutPtr,
+    panels: std::ops::Range<usize>,
+    rows: std::ops::Range<usize>,
+) {
+    // This may be a rayon worker's half of a layer: it flushes denormals too.
+    let _flush = FlushDenormals::new();
+    let mut tile = [0.0f32; MAX_TILE];
+    let nr = w.nr;
+    for p in panels {
+        // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats).
+        let bp = unsafe { w.w.as_slice().as_ptr().add(p * w.k * nr) };
+        let j0 = p * nr;
+        let jn = nr.min(w.n - j0);
+        let bias = &w.bias[j0..j0 + jn];
+        let mut m0 = rows.start;
+        while m0 < rows.end {
+            let mr = w.mr.min(rows.end - m0);
+            let mut ap = [std::ptr::null::<f32>(); MAX_MR];
+            for (i, a) in ap.iter_mut().enumerate().take(mr) {
+                // SAFETY: in range, checked by `gemm`.
+                *a = unsafe { g.a.as_ptr().add(g.a_rows[m0 + i]) };
+            }
+            // SAFETY: the row pointers plus every tap offset plus `seg` stay inside `a`
+            // (checked by `gemm`); the panel holds `k * nr` floats; the tile holds `mr * nr`.
+            let operands = TileOperands { mr, nv: w.nv, a: ap.as_ptr(), b: bp, out: tile.as_mut_ptr() };
+            unsafe { kernel(isa, operands, g.taps, g.seg) };
+            for i in 0..mr {
+                let o = g.out_rows[m0 + i] + j0;
+                // SAFETY: in range (checked by `gemm`), and written by this thread only.
+                let dst = unsafe { std::slice::from_raw_parts_mut(out.0.add(o), jn) };
+                let acc = &tile[i * nr..i * nr + jn];
+                match (g.residual, g.relu) {
+                    (false, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = a + b),
+                    (false, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (a + b).max(0.0)),
+                    (true, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d += a + b),
+                    (true, true) => {
+                        dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (*d + a + b).max(0.0))
+                    }
+                }
+            }
+            m0 += mr;
+        }
+    }
+}
+
+macro_rules! by_mr {
+    ($k:ident, $nv:literal, $mr:expr, $($arg:expr),*) => {
+        match $mr {
+            1 => $k::<1, $nv>($($arg),*),
+            2 => $k::<2, $nv>($($arg),*),
+            3 => $k::<3, $nv>($($arg),*),
+            4 => $k::<4, $nv>($($arg),*),
+            5 => $k::<5, $nv>($($arg),*),
+            6 => $k::<6, $nv>($($arg),*),
+            7 => $k::<7, $nv>($($arg),*),
+            8 => $k::<8, $nv>($($arg),*),
+            9 => $k::<9, $nv>($($arg),*),
+            10 => $k::<10, $nv>($($arg),*),
+            11 => $k::<11, $nv>($($arg),*),
+            12 => $k::<12, $nv>($($arg),*),
+            _ => unreachable!("tile rows"),
+        }
+    };
+}
+
+macro_rules! by_shape {
+    ($k:ident, $mr:expr, $nv:expr, $($arg:expr),*) => {
+        match $nv {
+            1 => by_mr!($k, 1, $mr, $($arg),*),
+            2 => by_mr!($k, 2, $mr, $($arg),*),
+            3 => by_mr!($k, 3, $mr, $($arg),*),
+            4 => by_mr!($k, 4, $mr, $($arg),*),
+            _ => unreachable!("tile columns"),
+        }
+    };
+}
+
+/// The operands of one tile of [`kernel`]: `mr` rows of the input (as row pointers) times
+/// a panel of `nv` vectors of packed weights, into `out`.
+struct TileOperands {
+    mr: usize,
+    nv: usize,
+    a: *const *const f32,
+    b: *const f32,
+    out: *mut f32,
+}
+
+/// Computes one `mr x (nv * lanes)` tile into `out` (row-major, `nv * lanes` per row).
+///
+/// # Safety
+/// `a` points to `mr` row pointers; for every row `r` and tap `t`, `r + t .. r + t + seg`
+/// is readable; `b` holds `taps.len() * seg * nv * lanes` floats; `out` has room for the
+/// tile; `isa` is supported by the CPU.
+unsafe fn kernel(isa: Isa, tile: TileOperands, taps: &[isize], seg: usize) {
+    let TileOperands { mr, nv, a, b, out } = tile;
+    unsafe {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                use x86::k512;
+                by_shape!(k512, mr, nv, a, taps, seg, b, out)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                use x86::k256;
+                by_shape!(k256, mr, nv, a, taps, seg, b, out)
+            }
+            _ => by_shape!(kport, mr, nv, a, taps, seg, b, out),
+        }
+    }
+}
+
+/// The portable kernel (8 lanes per "vector").
+#[allow(clippy::needless_range_loop)] // fixed-size accumulator tiles read clearest by index
+unsafe fn kport<const MR: usize, const NV: usize>(
+    a: *const *const f32,
+    taps: &[isize],
+    seg: usize,
+    b: *const f32,
+    out: *mut f32,
+) {
+    unsafe {
+        let mut acc = [[[0.0f32; 8]; NV]; MR];
+        let mut bp = b;
+        for &t in taps {
+            let mut rows = [std::ptr::null::<f32>(); MR];
+            for (m, r) in rows.iter_mut().enumerate() {
+                *r = (*a.add(m)).offset(t);
+            }
+            for c in 0..seg {
+                let bv: &[[f32; 8]; NV] = &*(bp as *const [[f32; 8]; NV]);
+                for m in 0..MR {
+                    let x = *rows[m].add(c);
+                    for j in 0..NV {
+                        for l in 0..8 {
+                            acc[m][j][l] += x * bv[j][l];
+                        }
+                    }
+                }
+                bp = bp.add(8 * NV);
+            }
+        }
+        for m in 0..MR {
+            for j in 0..NV {
+                std::ptr::copy_nonoverlapping(acc[m][j].as_ptr(), out.add((m * NV + j) * 8), 8);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)] // fixed-size accumulator tiles read clearest by index
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// One body for every SIMD width: `$name` keeps `MR x NV` accumulators of `$lanes`
+    /// floats, using the `$feature` intrinsics named after it.
+    macro_rules! simd_kernel {
+        ($(#[$doc:meta])* $name:ident, $feature:literal, $lanes:literal,
+         $zero:ident, $load:ident, $splat:ident, $fmadd:ident, $store:ident) => {
+            $(#[$doc])*
+            #[target_feature(enable = $feature)]
+            pub(super) unsafe fn $name<const MR: usize, const NV: usize>(
+                a: *const *const f32,
+                taps: &[isize],
+                seg: usize,
+                b: *const f32,
+                out: *mut f32,
+            ) {
+                unsafe {
+                    let mut acc = [[$zero(); NV]; MR];
+                    let mut bp = b;
+                    for &t in taps {
+                        let mut rows = [std::ptr::null::<f32>(); MR];
+                        for (m, r) in rows.iter_mut().enumerate() {
+                            *r = (*a.add(m)).offset(t);
+                        }
+                        for c in 0..seg {
+                            let mut bv = [$zero(); NV];
+                            for (j, v) in bv.iter_mut().enumerate() {
+                                *v = $load(bp.add($lanes * j));
+                            }
+                            for m in 0..MR {
+                                let x = $splat(*rows[m].add(c));
+                                for j in 0..NV {
+                                    acc[m][j] = $fmadd(x, bv[j], acc[m][j]);
+                                }
+                            }
+                            bp = bp.add($lanes * NV);
+                        }
+                    }
+                    for m in 0..MR {
+                        for j in 0..NV {
+                            $store(out.add((m * NV + j) * $lanes), acc[m][j]);
+                        }
+                    }
+                }
+            }
+        };
+    }
+
+    simd_kernel!(
+        /// AVX-512 kernel: `MR x NV` accumulators of 16 floats.
+        k512, "avx512f", 16,
+        _mm512_setzero_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps
+    );
+    simd_kernel!(
+        /// AVX2+FMA kernel: `MR x NV` accumulators of 8 floats.
+        k256, "avx2,fma", 8,
+        _mm256_setzero_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps
+    );
+}
+
+/// Per-chunk buffers, laid out per position so a larger batch only extends them.
+#[derive(Default)]
+struct Scratch {
+    /// Positions the buffers hold room for.
+    capacity: usize,
+    /// One position's planes, channel-major (as [`encode`] writes them).
+    planes: Vec<f32>,
+    /// Input, `[position][padded pixel][planes]`.
+    x: Vec<f32>,
+    /// Trunk activations, `[position][padded pixel][channels]`.
+    h: Vec<f32>,
+    /// The inner activation of a residual block.
+    y: Vec<f32>,
+    /// Head features, `[position][square][policy filters + 2]`.
+    head: Vec<f32>,
+    /// Policy features, `[position][square][policy filters]`.
+    pol: Vec<f32>,
+    /// Value features, `[position][square][2]`.
+    val: Vec<f32>,
+    /// Value hidden layer, `[position][hidden]`.
+    hid: Vec<f32>,
+    /// Convolutional policy head's logits, `[position][square][3 + 4P]`.
+    plog: Vec<f32>,
+    /// Row offsets (floats) of each (position, square) in `x`.
+    rows_x: Vec<usize>,
+    /// ... in `h` and `y`.
+    rows_c: Vec<usize>,
+    /// ... in `head`.
+    rows_head: Vec<usize>,
+    /// Row offsets of each position in `pol`, `val`, the logits, `hid`.
+    rows_pol: Vec<usize>,
+    rows_val: Vec<usize>,
+    rows_logits: Vec<usize>,
+    rows_hid: Vec<usize>,
+    /// Row offsets of each (position, square) in `pol` and in `plog`.
+    rows_pix_pol: Vec<usize>,
+    rows_pix_log: Vec<usize>,
+    /// Global pooling: one position's pooled features (`3 g`) and the biases they give.
+    gpool_in: Vec<f32>,
+    gpool_bias: Vec<f32>,
+    /// Pooling value head: the pooled value features, `[position][3 value filters]`, the
+    /// row offsets of each (position, square) in `val`, and of each position in `vpool`.
+    vpool: Vec<f32>,
+    rows_pix_val: Vec<usize>,
+    rows_vpool: Vec<usize>,
+}
+
+/// Global pooling of channels `0..g` of the pixels starting at `rows` of `a` into `out`
+/// (`3 g`): the means, the means times `scale`, the maxima (`bredon_nn::model::global_pool`).
+fn pool_rows(a: &[f32], rows: &[usize], g: usize, scale: f32, out: &mut [f32]) {
+    let (mean, rest) = out[..3 * g].split_at_mut(g);
+    let (scaled, max) = rest.split_at_mut(g);
+    mean.fill(0.0);
+    max.fill(f32::NEG_INFINITY);
+    for &r in rows {
+        for ((m, x), &v) in mean.iter_mut().zip(max.iter_mut()).zip(&a[r..r + g]) {
+            *m += v;
+            *x = x.max(v);
+        }
+    }
+    let inv = 1.0 / rows.len() as f32;
+    for (m, sc) in mean.iter_mut().zip(scaled.iter_mut()) {
+        *m *= inv;
+        *sc = *m * scale;
+    }
+}
+
+/// `out = x W + b` of a small dense layer (`W` `[in][out]`, as [`FoldedLinear`]).
+fn dense(l: &FoldedLinear, x: &[f32], out: &mut [f32]) {
+    out[..l.dout].copy_from_slice(&l.bias);
+    for (k, &v) in x[..l.din].iter().enumerate() {
+        for (o, &w) in out.iter_mut().zip(&l.weight[k * l.dout..(k + 1) * l.dout]) {
+            *o += v * w;
+        }
+    }
+}
+
+/// The policy head's last layer in fast form.
+enum PolicyOut {
+    /// Dense: all features of a position to its logits.
+    Dense(Packed),
+    /// 1x1 convolution: each square's features to the logits of the moves from it.
+    Conv(Packed),
+}
+
+/// The network in inference form for the fast path. Cheap to share (`&self` forward);
+/// build it again from the burn model when the weights change.
+pub struct FastNet {
+    isa: Isa,
+    config: NetConfig,
+    policy_size: usize,
+    stem: Packed,
+    blocks: Vec<(Packed, Packed)>,
+    /// Per block, its global pooling layer (`3 g` features to `channels` biases).
+    gpool: Vec<Option<FoldedLinear>>,
+    /// The board-size feature's scale of global pooling ([`pool_size_scale`]).
+    pool_scale: f32,
+    /// The value head pools the value features (instead of flattening them).
+    value_pool: bool,
+    /// Policy and value 1x1 convolutions as one layer (policy filters first).
+    head: Packed,
+    policy: PolicyOut,
+    value_fc1: Packed,
+    /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
+    value_fc2: Vec<f32>,
+    /// The flat-margin head (weights over the value head's hidden layer, bias), if any.
+    margin: Option<(Vec<f32>, f32)>,
+    value_b2: Vec<f32>,
+    /// Tap offsets (in pixels of the padded board) of a 3x3 convolution.
+    taps3: [isize; 9],
+    /// Input planes (of `config.input_version`).
+    planes: usize,
+    scratch: Vec<Mutex<Scratch>>,
+    /// Fewest positions per parallel chunk.
+    min_chunk: usize,
+}
+
+impl FastNet {
+    /// The fast network from folded weights, with the best kernels for this CPU.
+    pub fn new(net: &FoldedNet) -> FastNet {
+        FastNet::from_folded(net, Isa::detect())
+    }
+
+    /// The fast network from folded weights, with the kernels of `isa` (which must be in
+    /// [`Isa::available`]; otherwise the portable kernels are used).
+    pub fn from_folded(net: &FoldedNet, isa: Isa) -> FastNet {
+        let isa = if Isa::available().contains(&isa) { isa } else { Isa::Portable };
+        let n = net.size();
+        let head = Packed::new(isa, &net.head_matrix());
+        let side = (n + 2) as isize;
+        let mut taps3 = [0isize; 9];
+        for (t, tap) in taps3.iter_mut().enumerate() {
+            *tap = (t as isize / 3 - 1) * side + (t as isize % 3 - 1);
+        }
+        let threads = rayon::current_num_threads().max(1);
+        FastNet {
+            isa,
+            config: net.config.clone(),
+            policy_size: policy_size(n),
+            stem: Packed::new(isa, &Matrix::conv3(&net.stem)),
+            blocks: net
+                .blocks
+                .iter()
+                .map(|(a, b)| (Packed::new(isa, &Matrix::conv3(a)), Packed::new(isa, &Matrix::conv3(b))))
+                .collect(),
+            head,
+            policy: match net.policy_fc {
+                Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
+                None => PolicyOut::Conv(Packed::new(isa, &net.policy_matrix())),
+            },
+            gpool: net.gpool.clone(),
+            pool_scale: pool_size_scale(n),
+            value_pool: net.value_pool(),
+            value_fc1: Packed::new(isa, &net.value_fc1_matrix()),
+            value_fc2: net.value_fc2.weight.clone(),
+            value_b2: net.value_fc2.bias.clone(),
+            margin: net.margin_fc.as_ref().map(|l| (l.weight.clone(), l.bias[0])),
+            taps3,
+            planes: planes(net.config.input_version),
+            scratch: (0..threads).map(|_| Mutex::new(Scratch::default())).collect(),
+            min_chunk: 2,
+        }
+    }
+
+    /// The instruction set of the kernels in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Board size.
+    pub fn size(&self) -> usize {
+        self.config.size
+    }
+
+    /// Policy logits (`policy_size(N)` per position) and values of `positions`, like
+    /// `bredon_infer::forward_raw`. Positions must be of the network's size.
+    pub fn forward(&self, positions: &[&Position]) -> (Vec<f32>, Vec<f32>) {
+        let mut logits = Vec::new();
+        let mut values = Vec::new();
+        self.forward_into(positions, &mut logits, &mut values);
+        (logits, values)
+    }
+
+    /// [`FastNet::forward`] into reused vectors.
+    pub fn forward_into(&self, positions: &[&Position], logits: &mut Vec<f32>, values: &mut Vec<f32>) {
+        let mut scalars = Scalars::default();
+        std::mem::swap(values, &mut scalars.values);
+        self.forward_scalars_into(positions, logits, &mut scalars);
+        std::mem::swap(values, &mut scalars.values);
+    }
+
+    /// Whether the network has a win/draw/loss value head (so draws are estimated).
+    pub fn has_wdl(&self) -> bool {
+        self.value_b2.len() == 3
+    }
+
+    /// Whether the network has the flat-margin head (so margins are estimated).
+    pub fn has_margin(&self) -> bool {
+        self.margin.is_some()
+    }
+
+    /// [`FastNet::forward_into`] with every per-position scalar: value, draw probability
+    /// (0 without the win/draw/loss head, see [`FastNet::has_wdl`]) and final flat margin
+    /// in flats (0 without the margin head, see [`FastNet::has_margin`]).
+    pub fn forward_scalars_into(&self, positions: &[&Position], logits: &mut Vec<f32>, scalars: &mut Scalars) {
+        let Scalars { values, draws, margins } = scalars;
+        let b = positions.len();
+        let p = self.policy_size;
+        for pos in positions {
+            assert_eq!(pos.size(), self.size(), "a {0}x{0} position for a {1}x{1} network", pos.size(), self.size());
+        }
+        logits.resize(b * p, 0.0);
+        values.resize(b, 0.0);
+        draws.resize(b, 0.0);
+        margins.resize(b, 0.0);
+        let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
+        if chunks == 1 {
+            let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
+            if rayon::current_num_threads() > 1 && rayon::current_thread_index().is_none() {
+                // Run on a pool thread: the per-layer joins then hand their second half to
+                // a worker that is still awake from the previous layer, instead of
+                // injecting a job from outside the pool each time (tens of microseconds).
+                let s: &mut Scratch = &mut s;
+                rayon::scope(|_| self.forward_chunk(positions, logits, (values, draws, margins), s, true));
+            } else {
+                self.forward_chunk(positions, logits, (values, draws, margins), &mut s, true);
+            }
+            return;
+        }
+        let per = b.div_ceil(chunks);
+        positions
+            .par_chunks(per)
+            .zip(logits.par_chunks_mut(per * p))
+            .zip(values.par_chunks_mut(per))
+            .zip(draws.par_chunks_mut(per))
+            .zip(margins.par_chunks_mut(per))
+            .enumerate()
+            .for_each(|(i, ((((ps, l), v), d), m))| {
+                let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
+                self.forward_chunk(ps, l, (v, d, m), &mut s, false);
+            });
+    }
+
+    fn reserve(&self, s: &mut Scratch, b: usize) {
+        if b <= s.capacity {
+            return;
+        }
+        let n = self.size();
+        let (area, padded) = (n * n, (n + 2) * (n + 2));
+        let c = self.config.channels;
+        let pf = self.config.policy_filters;
+        let heads = self.head.n;
+        let vf = heads - pf;
+        let hidden = self.value_fc1.n;
+        let planes = self.planes;
+        s.planes.resize(input_len(self.config.input_version, n), 0.0);
+        s.x.resize(b * padded * planes, 0.0);
+        s.h.resize(b * padded * c, 0.0);
+        s.y.resize(b * padded * c, 0.0);
+        s.head.resize(b * area * heads, 0.0);
+        s.pol.resize(b * area * pf, 0.0);
+        s.val.resize(b * area * vf, 0.0);
+        s.hid.resize(b * hidden, 0.0);
+        let per_square = self.policy_size / area;
+        if let PolicyOut::Conv(_) = self.policy {
+            s.plog.resize(b * area * per_square, 0.0);
+        }
+        let pix = |m: usize| {
+            let (i, sq) = (m / area, m % area);
+            i * padded + (sq / n + 1) * (n + 2) + sq % n + 1
+        };
+        s.rows_x = (0..b * area).map(|m| pix(m) * planes).collect();
+        s.rows_c = (0..b * area).map(|m| pix(m) * c).collect();
+        s.rows_head = (0..b * area).map(|m| m * heads).collect();
+        s.rows_pol = (0..b).map(|i| i * area * pf).collect();
+        s.rows_val = (0..b).map(|i| i * area * vf).collect();
+        s.rows_logits = (0..b).map(|i| i * self.policy_size).collect();
+        s.rows_hid = (0..b).map(|i| i * hidden).collect();
+        s.rows_pix_pol = (0..b * area).map(|m| m * pf).collect();
+        s.rows_pix_log = (0..b * area).map(|m| m * per_square).collect();
+        let g = self.gpool.iter().flatten().map(|l| l.din).max().unwrap_or(0);
+        s.gpool_in.resize(g, 0.0);
+        s.gpool_bias.resize(c, 0.0);
+        if self.value_pool {
+            s.vpool.resize(b * 3 * vf, 0.0);
+            s.rows_pix_val = (0..b * area).map(|m| m * vf).collect();
+            s.rows_vpool = (0..b).map(|i| i * 3 * vf).collect();
+        }
+        s.capacity = b;
+    }
+
+    fn forward_chunk(
+        &self,
+        positions: &[&Position],
+        logits: &mut [f32],
+        (values, draws, margins): (&mut [f32], &mut [f32], &mut [f32]),
+        s: &mut Scratch,
+        split: bool,
+    ) {
+        let _flush = FlushDenormals::new();
+        let b = positions.len();
+        self.reserve(s, b);
+        let n = self.size();
+        let area = n * n;
+        let m = b * area;
+        let c = self.config.channels;
+        let isa = self.isa;
+        // Input planes, channels-last on the padded board.
+        let planes = self.planes;
+        for (i, pos) in positions.iter().enumerate() {
+            encode(pos, self.config.input_version, &mut s.planes);
+            for sq in 0..area {
+                let o = s.rows_x[i * area + sq];
+                let px = &mut s.x[o..o + planes];
+                for (plane, v) in px.iter_mut().enumerate() {
+                    *v = s.planes[plane * area + sq];
+                }
+            }
+        }
+        let taps_x = self.taps3.map(|t| t * planes as isize);
+        let taps_c = self.taps3.map(|t| t * c as isize);
+        let rows_c = &s.rows_c[..m];
+        gemm(
+            isa,
+            &self.stem,
+            &Gemm {
+                a: &s.x,
+                a_rows: &s.rows_x[..m],
+                taps: &taps_x,
+                seg: planes,
+                out_rows: rows_c,
+                residual: false,
+                relu: true,
+            },
+            &mut s.h,
+            split,
+        );
+        for ((conv1, conv2), gpool) in self.blocks.iter().zip(&self.gpool) {
+            gemm(
+                isa,
+                conv1,
+                &Gemm { a: &s.h, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: false, relu: true },
+                &mut s.y,
+                split,
+            );
+            if let Some(fc) = gpool {
+                // Per position: pool the first g channels, one bias per channel from the
+                // dense layer, added on the board's squares (not the zero padding).
+                let g = fc.din / 3;
+                for rows in rows_c.chunks(area) {
+                    pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in);
+                    dense(fc, &s.gpool_in, &mut s.gpool_bias);
+                    for &r in rows {
+                        s.y[r..r + c].iter_mut().zip(&s.gpool_bias).for_each(|(y, b)| *y += b);
+                    }
+                }
+            }
+            gemm(
+                isa,
+                conv2,
+                &Gemm { a: &s.y, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: true, relu: true },
+                &mut s.h,
+                split,
+            );
+        }
+        gemm(
+            isa,
+            &self.head,
+            &Gemm {
+                a: &s.h,
+                a_rows: rows_c,
+                taps: &[0],
+                seg: c,
+                out_rows: &s.rows_head[..m],
+                residual: false,
+                relu: true,
+            },
+            &mut s.head,
+            split,
+        );
+        let heads = self.head.n;
+        let pf = self.config.policy_filters;
+        let vf = heads - pf;
+        for r in 0..m {
+            let h = &s.head[r * heads..(r + 1) * heads];
+            s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
+            s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
+        }
+        match &self.policy {
+            PolicyOut::Dense(fc) => gemm(
+                isa,
+                fc,
+                &Gemm {
+                    a: &s.pol,
+                    a_rows: &s.rows_pol[..b],
+                    taps: &[0],
+                    seg: area * pf,
+                    out_rows: &s.rows_logits[..b],
+                    residual: false,
+                    relu: false,
+                },
+                logits,
+                split,
+            ),
+            PolicyOut::Conv(out) => {
+                gemm(
+                    isa,
+                    out,
+                    &Gemm {
+                        a: &s.pol,
+                        a_rows: &s.rows_pix_pol[..m],
+                        taps: &[0],
+                        seg: pf,
+                        out_rows: &s.rows_pix_log[..m],
+                        residual: false,
+                        relu: false,
+                    },
+                    &mut s.plog,
+                    split,
+                );
+                // To the order of `crate::policy`: placements kind-major, spreads
+                // square-major (already their order within a square).
+                let k = out.n;
+                for (i, l) in logits.chunks_mut(self.policy_size).take(b).enumerate() {
+                    let (place, spread) = l.split_at_mut(3 * area);
+                    for sq in 0..area {
+                        let row = &s.plog[(i * area + sq) * k..(i * area + sq + 1) * k];
+                        for kind in 0..3 {
+                            place[kind * area + sq] = row[kind];
+                        }
+                        spread[sq * (k - 3)..(sq + 1) * (k - 3)].copy_from_slice(&row[3..]);
+                    }
+                }
+            }
+        }
+        let value_in = if self.value_pool {
+            for (i, rows) in s.rows_pix_val[..m].chunks(area).enumerate() {
+                pool_rows(&s.val, rows, vf, self.pool_scale, &mut s.vpool[i * 3 * vf..(i + 1) * 3 * vf]);
+            }
+            Gemm {
+                a: &s.vpool,
+                a_rows: &s.rows_vpool[..b],
+                taps: &[0],
+                seg: 3 * vf,
+                out_rows: &[],
+                residual: false,
+                relu: true,
+            }
+        } else {
+            Gemm {
+                a: &s.val,
+                a_rows: &s.rows_val[..b],
+                taps: &[0],
+                seg: area * vf,
+                out_rows: &[],
+                residual: false,
+                relu: true,
+            }
+        };
+        gemm(isa, &self.value_fc1, &Gemm { out_rows: &s.rows_hid[..b], ..value_in }, &mut s.hid, split);
+        let hidden = self.value_fc1.n;
+        let outs = self.value_b2.len();
+        for (i, ((v, d), m)) in values.iter_mut().zip(draws.iter_mut()).zip(margins.iter_mut()).enumerate() {
+            let h = &s.hid[i * hidden..(i + 1) * hidden];
+            *m = match &self.margin {
+                // The head predicts the margin / N²; the output is in flats.
+                Some((w, bias)) => (h.iter().zip(w).map(|(a, w)| a * w).sum::<f32>() + bias) * area as f32,
+                None => 0.0,
+            };
+            let mut z = [0.0f32; 3];
+            for (k, zk) in z.iter_mut().enumerate().take(outs) {
+                *zk =
+                    h.iter().enumerate().map(|(j, a)| a * self.value_fc2[j * outs + k]).sum::<f32>() + self.value_b2[k];
+            }
+            *v = if outs == 3 {
+                // Win/draw/loss logits: P(win) − P(loss), a softmax shifted by the maximum.
+                let m = z[0].max(z[1]).max(z[2]);
+                let e = z.map(|x| (x - m).exp());
+                let sum = e[0] + e[1] + e[2];
+                *d = e[1] / sum;
+                (e[0] - e[2]) / sum
+            } else {
+                *d = 0.0;
+                z[0].tanh()
+            };
+        }
+    }
+}
+
+/// The per-position scalar outputs of a forward pass ([`FastNet::forward_scalars_into`]).
+#[derive(Clone, Debug, Default)]
+pub struct Scalars {
+    /// Values for the side to move.
+    pub values: Vec<f32>,
+    /// Draw probabilities (0 without the win/draw/loss head).
+    pub draws: Vec<f32>,
+    /// Final flat margins in flats for the side to move, komi included (0 without the
+    /// margin head).
+    pub margins: Vec<f32>,
+}

@@ -1,0 +1,28 @@
+//! # bredon-kernels
+//!
+//! The network's forward pass outside any ML framework, for search: both paths start from
+//! the folded weights ([`bredon_netform::FoldedNet`]) and give the search what it uses
+//! (policy logits or priors, value, draw probability, flat margin).
+//!
+//! - [`fast`]: the CPU fast path ([`FastNet`]): channels-last implicit-GEMM kernels,
+//!   AVX-512 / AVX2+FMA / portable, picked at run time ([`Isa`]).
+//! - [`wgsl`] (feature `wgpu`): Bredon's own WGSL kernels on a wgpu adapter, the GPU
+//!   twin of the fast path, the trunk in an [`Arithmetic`].
+//! - [`arithmetic`], [`times`]: the WGSL trunk's arithmetic, and a pass's time phase by
+//!   phase (for benchmarks).
+//!
+//! **API boundary**: a kernel set is built from a `FoldedNet` and takes positions; it
+//! knows nothing of burn, devices as burn sees them, or the search. **Invariants**: no
+//! ML framework in the dependency tree (`.ci/run` checks it; the tests compare with burn
+//! through a dev-dependency); the fast path agrees with burn's forward pass within 1e-4,
+//! and the WGSL kernels with it within 1e-3.
+
+pub mod arithmetic;
+pub mod fast;
+pub mod times;
+#[cfg(feature = "wgpu")]
+pub mod wgsl;
+
+pub use arithmetic::{Arithmetic, UnknownArithmetic};
+pub use fast::{FastNet, Isa, Scalars};
+pub use times::PassTimes;
