@@ -6,6 +6,7 @@ mod bench_cmd;
 mod bench_search;
 mod check_cmd;
 mod export_cmd;
+mod inspect_cmd;
 mod model_arg;
 mod perft_cmd;
 mod play_cmd;
@@ -72,6 +73,8 @@ enum Command {
     Bench(bench_cmd::BenchCommand),
     /// Verify every file of a run directory (checksums, weights, games, logs).
     Check(check_cmd::CheckArgs),
+    /// A model's health layer by layer: dead channels, tiny weights, norms (`--json` too).
+    Inspect(inspect_cmd::InspectArgs),
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
@@ -113,6 +116,7 @@ fn main() {
         Command::Plot(args) => plot_cmd::run(args),
         Command::Bench(cmd) => bench_cmd::run(cmd, &compute, cli.inference),
         Command::Check(args) => check_cmd::run(args),
+        Command::Inspect(args) => inspect_cmd::run(args),
         Command::Serve(args) => serve::run(args, &compute),
     };
     if let Err(e) = outcome {

@@ -10,6 +10,8 @@
 //! - [`policy`]: the fixed move index space per board size and the legal-move softmax.
 //! - [`folded`]: the weights in inference form ([`FoldedNet`]: BatchNorm folded into the
 //!   convolutions) and [`Matrix`], the layout the kernels pack from.
+//! - [`health`]: the network's health as its weights show it (dead channels, tiny
+//!   weights, norms per layer).
 //! - [`meta`]: [`ModelMeta`], what a model file says it is.
 //! - [`limits`]: bounds on the architecture and metadata a model file may describe,
 //!   checked before anything is allocated ([`ModelFileError`]).
@@ -24,6 +26,7 @@ pub mod config;
 pub mod denormals;
 pub mod encoding;
 pub mod folded;
+pub mod health;
 pub mod limits;
 pub mod meta;
 pub mod policy;

@@ -17,6 +17,7 @@
 //! games here too: finished ones are files in `games/gen-(g+1)/` like any others.
 
 use crate::error::{Context, Result, RunError};
+use bredon_netform::health::net_health;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -162,6 +163,11 @@ pub struct GenerationSummary {
     /// Game records skipped as damaged or unreadable when this generation loaded the
     /// replay window.
     pub skipped_games: usize,
+    /// The new network's dead residual-block channels, in percent (every incoming weight
+    /// of the folded layer at most 1e-6: `bredon_netform::health`, `bredon inspect`).
+    pub dead_channels_percent: f64,
+    /// The new network's weights at most 1e-6 in magnitude, in percent.
+    pub tiny_weights_percent: f64,
 }
 
 impl GenerationSummary {
@@ -314,6 +320,9 @@ pub fn train(
         };
         trained.summarise(&mut summary, cfg.train.batch_size);
         summary.step = state.step;
+        let health = net_health(&learner.model().fold(cfg.game.size));
+        summary.dead_channels_percent = health.dead_trunk_percent();
+        summary.tiny_weights_percent = health.tiny_percent();
         // (3) Checkpoint.
         let next = generation.next();
         state.generation = next;
@@ -861,6 +870,7 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.search_us_per_eval > 0.0 {
         evals.push_str(&format!(" | search {:.0} us/eval", s.search_us_per_eval));
     }
+    evals.push_str(&format!(" | dead {:.1}%", s.dead_channels_percent));
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -900,6 +910,8 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("selfplay/endgame_games".into(), s.endgame_games as f64),
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation.number() as f64),
+        ("health/dead_channels_percent".into(), s.dead_channels_percent),
+        ("health/tiny_weights_percent".into(), s.tiny_weights_percent),
     ];
     for (_, tag, l) in s.head_losses() {
         if l != 0.0 {

@@ -8,6 +8,7 @@ mod browser;
 mod cli_rules;
 mod common;
 mod docs;
+mod inspect;
 mod object_store;
 mod reliability;
 mod tei;

@@ -203,6 +203,12 @@ fn sigkill_at_any_moment_loses_nothing() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["generation"].as_u64().unwrap())
         .collect();
     assert_eq!(gens, vec![0, 1, 2, 3], "one log line per generation, in order");
+    // Each line carries the new network's health; a fresh network has no dead channel.
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let (dead, tiny) = (v["dead_channels_percent"].as_f64().unwrap(), v["tiny_weights_percent"].as_f64().unwrap());
+        assert!(dead == 0.0 && (0.0..=100.0).contains(&tiny), "{l}");
+    }
     // Every generation has its full quota of games and the trainer read them all.
     for g in 0..4 {
         assert!(count_files(&run.join("games").join(format!("gen-{g:04}")), "game") >= 24);
