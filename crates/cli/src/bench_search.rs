@@ -1,15 +1,11 @@
 //! `bredon bench search`: play-time search speed (nodes/s) of one network with 1, 2, …
-//! threads sharing one tree, side by side on the same positions.
+//! threads sharing one tree, side by side on the same positions (measured by
+//! `bredon_bench::search`; the flags, the model and the openings are read here).
 
 use anyhow::{Context, Result, bail};
 use bredon_arena::openings::parse_opening;
-use bredon_infer::NetEvaluator;
-use bredon_mcts::{Budget, CacheStats, CachedEvaluator, Evaluator, PlaySearch, play_config};
 use bredon_rules::{GameOptions, Position};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 /// Arguments of `bredon bench search`.
 #[derive(clap::Args, Debug)]
@@ -74,18 +70,7 @@ pub fn run(args: SearchArgs, compute: &bredon_infer::Compute) -> Result<()> {
         }
         positions.push(pos);
     }
-    // Each thread count gets as many copies of the network as it has threads, each pass
-    // on one core, as `bredon tei --threads N` does (N threads use N cores). With
-    // `--spread`, one thread's single copy uses every core instead (`bredon play`,
-    // `analyse`).
-    let evaluators: Vec<NetEvaluator> = args
-        .threads
-        .iter()
-        .map(|&t| match (args.spread, t) {
-            (true, 0 | 1) => compute.evaluator(model.clone(), meta.size, 1),
-            _ => compute.evaluator_on_cores(model.clone(), meta.size, t.max(1)),
-        })
-        .collect();
+    let evaluators = bredon_bench::search::evaluators(compute, &model, meta.size, &args.threads, args.spread);
     println!(
         "{}: {} positions, {} ms each, threads {:?} ({} cores available)",
         path.display(),
@@ -94,35 +79,16 @@ pub fn run(args: SearchArgs, compute: &bredon_infer::Compute) -> Result<()> {
         args.threads,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let runs: Vec<(usize, usize)> =
-        args.cache_mb.iter().flat_map(|&mb| (0..args.threads.len()).map(move |k| (mb, k))).collect();
-    // Per run: playouts, time, cache hits and lookups.
-    let mut totals = vec![(0u64, Duration::ZERO, CacheStats::default()); runs.len()];
-    for (i, pos) in positions.iter().enumerate() {
-        for (r, &(mb, k)) in runs.iter().enumerate() {
-            let threads = args.threads[k];
-            let cached = CachedEvaluator::new(&evaluators[k], mb << 20);
-            let evaluator: &dyn Evaluator = if mb == 0 { &evaluators[k] } else { &cached };
-            let mut search = PlaySearch::new(pos.clone(), play_config(), threads);
-            let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
-            let began = Instant::now();
-            let res = search.search(evaluator, Budget::Time(Duration::from_millis(args.millis)), None, &mut rng, None);
-            totals[r].0 += res.playouts;
-            totals[r].1 += began.elapsed();
-            let st = cached.stats();
-            totals[r].2.hits += st.hits;
-            totals[r].2.lookups += st.lookups;
-        }
-    }
-    let base = totals[0].0 as f64 / totals[0].1.as_secs_f64().max(1e-9);
-    for (&(mb, k), &(nodes, time, cache)) in runs.iter().zip(&totals) {
-        let nps = nodes as f64 / time.as_secs_f64().max(1e-9);
-        let cache = if mb == 0 {
+    let runs = bredon_bench::search::run(&evaluators, &positions, &args.threads, &args.cache_mb, args.millis);
+    let base = runs.first().map_or(1.0, |r| r.nodes_per_s());
+    for r in &runs {
+        let nps = r.nodes_per_s();
+        let cache = if r.cache_mb == 0 {
             String::new()
         } else {
-            format!(", cache {mb} MB: {:.1} % of {} lookups hit", 100.0 * cache.hit_rate(), cache.lookups)
+            format!(", cache {} MB: {:.1} % of {} lookups hit", r.cache_mb, 100.0 * r.cache.hit_rate(), r.cache.lookups)
         };
-        println!("threads {:>2}: {nps:>8.0} nodes/s  ({:.2}x the first){cache}", args.threads[k], nps / base);
+        println!("threads {:>2}: {nps:>8.0} nodes/s  ({:.2}x the first){cache}", r.threads, nps / base);
     }
     Ok(())
 }
