@@ -34,7 +34,9 @@ pub use error::ModelError;
 pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};
 pub use model::{Outputs, TakNet, TransferReport};
 pub use rows::Convolutions;
-pub use train::{LossSum, Losses, OptimizerKind, StepOutcome, StepPhase, TrainError, TrainExample, Trainer};
+pub use train::{
+    LossSum, Losses, OptimizerKind, StepOutcome, StepPhase, TrainError, TrainExample, Trainer, WeightDecayMode,
+};
 
 pub use burn::prelude::Device;
 pub use device::{DeviceChoice, DeviceError};

@@ -44,8 +44,13 @@ pub enum OptimizerKind {
 pub struct OptimizerSettings {
     /// The algorithm.
     pub kind: OptimizerKind,
-    /// L2 weight decay.
+    /// Weight decay's factor.
     pub weight_decay: f64,
+    /// How weight decay enters the update.
+    pub decay_mode: WeightDecayMode,
+    /// Whether the one-dimensional parameters (BatchNorm scales and shifts, biases) are
+    /// decayed too, or only the convolutions' and dense layers' weights.
+    pub decay_vectors: bool,
     /// Weight of the value loss (the squared error; not used with a WDL head).
     pub value_loss_weight: f64,
     /// Weight of the win/draw/loss cross-entropy (WDL head only).
@@ -63,6 +68,8 @@ impl Default for OptimizerSettings {
         OptimizerSettings {
             kind: OptimizerKind::Adam,
             weight_decay: 1e-4,
+            decay_mode: WeightDecayMode::L2,
+            decay_vectors: true,
             value_loss_weight: 1.0,
             wdl_loss_weight: 1.0,
             flat_margin_loss_weight: 0.5,
@@ -70,6 +77,20 @@ impl Default for OptimizerSettings {
             opponent_policy_loss_weight: 0.15,
         }
     }
+}
+
+/// How weight decay enters an update (`[train] weight_decay_mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightDecayMode {
+    /// L2: `weight_decay · w` added to the gradient before the optimiser's step (what
+    /// every model so far trained with). Under Adam a parameter whose gradient is zero (a
+    /// channel a ReLU switched off) then takes full-size steps toward zero.
+    #[default]
+    L2,
+    /// Decoupled (AdamW, Loshchilov and Hutter 2019): `w ← w − lr · weight_decay · w`
+    /// beside the optimiser's step, not scaled by Adam's moments.
+    Decoupled,
 }
 
 /// Elements between parameter starts in the flat tensors: 256 bytes of `f32`, the widest
@@ -102,6 +123,9 @@ struct Slot {
 pub(crate) struct FlatOptimizer {
     kind: OptimizerKind,
     weight_decay: f32,
+    decay_mode: WeightDecayMode,
+    /// 1 where a parameter is decayed, 0 elsewhere; `None` when every parameter is.
+    decay_mask: Option<Tensor<1>>,
     slots: Vec<Slot>,
     total: usize,
     /// The device of the (non-autodiff) tensors.
@@ -139,9 +163,18 @@ impl FlatOptimizer {
         let mut layout = Layout::default();
         model.visit(&mut layout);
         let device = layout.device.unwrap_or_else(|| model.device());
+        let decay_mask = (!settings.decay_vectors).then(|| {
+            let mut mask = vec![0.0f32; layout.total];
+            for slot in layout.slots.iter().filter(|s| s.dims.len() >= 2) {
+                mask[slot.offset..slot.offset + slot.len].fill(1.0);
+            }
+            Tensor::<1>::from_data(TensorData::new(mask, [layout.total]), &device)
+        });
         FlatOptimizer {
             kind: settings.kind,
             weight_decay: settings.weight_decay as f32,
+            decay_mode: settings.decay_mode,
+            decay_mask,
             slots: layout.slots,
             total: layout.total,
             device,
@@ -156,6 +189,8 @@ impl FlatOptimizer {
         FlatOptimizer {
             kind: self.kind,
             weight_decay: self.weight_decay,
+            decay_mode: self.decay_mode,
+            decay_mask: self.decay_mask.clone(),
             slots: self.slots.iter().map(|s| Slot { steps: 0, ..s.clone() }).collect(),
             total: self.total,
             device: self.device.clone(),
@@ -197,8 +232,19 @@ impl FlatOptimizer {
     pub(crate) fn update(&mut self, lr: f64, model: TakNet, grads: FlatGradients, weights: FlatWeights) -> TakNet {
         let FlatGradients { flat: mut g, present } = grads;
         let p = weights.0;
+        // The decayed parameters' weights (all of them, or those the mask keeps).
+        let decayed = |p: Tensor<1>| match &self.decay_mask {
+            Some(mask) => p.mul(mask.clone()),
+            None => p,
+        };
+        let mut shrink = None;
         if self.weight_decay > 0.0 {
-            g = p.clone().mul_scalar(self.weight_decay).add(g);
+            match self.decay_mode {
+                WeightDecayMode::L2 => g = decayed(p.clone()).mul_scalar(self.weight_decay).add(g),
+                WeightDecayMode::Decoupled => {
+                    shrink = Some(decayed(p.clone()).mul_scalar(lr * self.weight_decay as f64))
+                }
+            }
         }
         let zeros = || Tensor::<1>::zeros([self.total], &self.device);
         // Parameters without a gradient get their state back after the update (cloned only
@@ -233,6 +279,10 @@ impl FlatOptimizer {
                 self.first = Some(velocity.clone());
                 p - velocity.mul_scalar(lr)
             }
+        };
+        let new_p = match shrink {
+            Some(shrink) => new_p - shrink,
+            None => new_p,
         };
         // A parameter without a gradient keeps its state (its weights are not replaced).
         if missing {
@@ -649,6 +699,58 @@ mod tests {
         let device = crate::device::cpu().autodiff();
         device.seed(7);
         TakNet::new(&cfg, &device).train()
+    }
+
+    /// Weight decay with no gradient at all: under L2 (the default) the one-dimensional
+    /// parameters (BatchNorm scales, biases) move too, since Adam scales the decay term
+    /// alone to a full step; with `decay_vectors` off they keep every bit while the
+    /// matrices move; decoupled decay shrinks exactly the decayed weights by
+    /// `1 − lr · weight_decay` and leaves the rest.
+    #[test]
+    fn weight_decay_modes_decay_what_the_settings_say() {
+        let model = net();
+        let mut layout = Layout::default();
+        model.visit(&mut layout);
+        let ranks: Vec<usize> = layout.slots.iter().map(|s| s.dims.len()).collect();
+        assert!(ranks.contains(&1) && ranks.iter().any(|&r| r >= 2));
+        let before = bits(&model);
+        let (lr, wd) = (0.01, 0.1);
+        let step = |decay_mode, decay_vectors| {
+            let s = OptimizerSettings { weight_decay: wd, decay_mode, decay_vectors, ..OptimizerSettings::default() };
+            let mut opt = FlatOptimizer::new(&s, &model);
+            let grads = FlatGradients {
+                flat: Tensor::<1>::zeros([opt.total], &opt.device),
+                present: vec![true; opt.slots.len()],
+            };
+            let weights = opt.weights(&model).unwrap();
+            bits(&opt.update(lr, model.clone(), grads, weights))
+        };
+        let moved = |after: &[(String, Vec<u32>)], i: usize| {
+            before[i].1.iter().zip(&after[i].1).filter(|(a, b)| a != b).count()
+        };
+        let l2 = step(WeightDecayMode::L2, true);
+        assert!(ranks.iter().enumerate().any(|(i, &r)| r == 1 && moved(&l2, i) > 0), "L2 decays the vectors");
+        let l2_matrices = step(WeightDecayMode::L2, false);
+        for (i, &r) in ranks.iter().enumerate() {
+            if r == 1 {
+                assert_eq!(moved(&l2_matrices, i), 0, "`{}` is not decayed", before[i].0);
+            }
+        }
+        assert!(ranks.iter().enumerate().any(|(i, &r)| r >= 2 && moved(&l2_matrices, i) > 0));
+        for decay_vectors in [true, false] {
+            let after = step(WeightDecayMode::Decoupled, decay_vectors);
+            for (i, &r) in ranks.iter().enumerate() {
+                let factor = if r >= 2 || decay_vectors { 1.0 - (lr * wd) as f32 } else { 1.0 };
+                for (x, y) in before[i].1.iter().zip(&after[i].1) {
+                    let (x, y) = (f32::from_bits(*x), f32::from_bits(*y));
+                    assert!(
+                        (y - x * factor).abs() <= 1e-6 * x.abs().max(1e-3),
+                        "`{}` (vectors decayed: {decay_vectors}): {x} -> {y}, expected x {factor}",
+                        before[i].0
+                    );
+                }
+            }
+        }
     }
 
     /// Steps `ours` and burn's optimiser side by side on the same gradients; `policy_only`

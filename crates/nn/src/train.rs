@@ -12,7 +12,7 @@ use burn::tensor::activation::log_softmax;
 pub use crate::error::TrainError;
 use crate::model::{Outputs, TakNet};
 use crate::optim::FlatOptimizer;
-pub use crate::optim::{OptimizerKind, OptimizerSettings};
+pub use crate::optim::{OptimizerKind, OptimizerSettings, WeightDecayMode};
 use crate::rows::Convolutions;
 use bredon_netform::config::NetConfig;
 use bredon_netform::encoding::{encode, input_len, planes};

@@ -231,8 +231,16 @@ pub struct TrainConfig {
     pub lr_decay_steps: Vec<u64>,
     /// Factor applied at each of `lr_decay_steps`.
     pub lr_decay: f64,
-    /// L2 weight decay.
+    /// Weight decay's factor.
     pub weight_decay: f64,
+    /// How weight decay enters the update: `l2` (added to the gradient before the
+    /// optimiser, which Adam then scales: what every model so far trained with) or
+    /// `decoupled` (AdamW: `w ← w − lr · weight_decay · w` beside the optimiser's step).
+    /// Issue 71 measures which keeps the network's channels alive (`bredon inspect`).
+    pub weight_decay_mode: bredon_nn::WeightDecayMode,
+    /// Whether weight decay also applies to the one-dimensional parameters (BatchNorm
+    /// scales and shifts, biases), or only to the convolutions' and dense layers' weights.
+    pub decay_norms_and_biases: bool,
     /// `adam` or `sgd` (with momentum 0.9).
     pub optimizer: bredon_nn::OptimizerKind,
     /// Replay window: always at least this many samples (or all there are).
@@ -276,6 +284,8 @@ impl Default for TrainConfig {
             lr_decay_steps: Vec::new(),
             lr_decay: 0.3,
             weight_decay: 1e-4,
+            weight_decay_mode: bredon_nn::WeightDecayMode::L2,
+            decay_norms_and_biases: true,
             optimizer: bredon_nn::OptimizerKind::Adam,
             window_min: 20_000,
             window_max: 500_000,

@@ -34,6 +34,8 @@ pub fn optimizer_settings(cfg: &RunConfig) -> OptimizerSettings {
     OptimizerSettings {
         kind: cfg.train.optimizer,
         weight_decay: cfg.train.weight_decay,
+        decay_mode: cfg.train.weight_decay_mode,
+        decay_vectors: cfg.train.decay_norms_and_biases,
         value_loss_weight: cfg.train.value_loss_weight,
         wdl_loss_weight: cfg.train.wdl_loss_weight,
         flat_margin_loss_weight: cfg.train.flat_margin_loss_weight,
