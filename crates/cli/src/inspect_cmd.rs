@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use bredon_netform::health::{NetHealth, TINY_WEIGHT, net_health};
+use bredon_nn::activity::{LayerActivity, TAUS, activity};
 use bredon_nn::load_exported;
 use std::path::PathBuf;
 
@@ -13,12 +14,19 @@ pub struct InspectArgs {
     /// One JSON object (the architecture, every layer and the totals) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Positions (from random games, seeded) to measure the units' activity on: ReDo's
+    /// τ-dormant units per hidden ReLU layer; 0 skips it.
+    #[arg(long, default_value_t = 256)]
+    pub positions: usize,
 }
 
 /// Prints the health table (or JSON) of the model.
 pub fn run(args: InspectArgs) -> Result<()> {
     let (model, meta) = load_exported(&args.model).with_context(|| format!("loading {}", args.model.display()))?;
     let health = net_health(&model.fold(meta.size));
+    let positions = bredon_netform::positions::random_positions(meta.size, args.positions, 1);
+    let refs: Vec<&bredon_rules::Position> = positions.iter().collect();
+    let activity = if refs.is_empty() { Vec::new() } else { activity(&model, &refs, meta.size) };
     if args.json {
         let out = serde_json::json!({
             "model": args.model.display().to_string(),
@@ -28,6 +36,9 @@ pub fn run(args: InspectArgs) -> Result<()> {
             "generation": meta.generation,
             "tiny_weight": TINY_WEIGHT,
             "health": health,
+            "activity_positions": args.positions,
+            "activity_taus": TAUS,
+            "activity": activity,
         });
         println!("{out}");
         return Ok(());
@@ -42,7 +53,29 @@ pub fn run(args: InspectArgs) -> Result<()> {
         meta.generation
     );
     print_table(&health);
+    if !activity.is_empty() {
+        print_activity(&activity, args.positions);
+    }
     Ok(())
+}
+
+fn print_activity(layers: &[LayerActivity], positions: usize) {
+    println!();
+    println!(
+        "on {positions} positions of random games: dormant units (ReDo: a unit's mean activation over the layer's mean, at most τ)"
+    );
+    let taus: Vec<String> = TAUS.iter().map(|t| format!("τ={t}")).collect();
+    println!("{:<20} {:>6} {:>10} {:>10}", "layer", "units", taus[0], taus[1]);
+    for l in layers {
+        println!("{:<20} {:>6} {:>10} {:>10}", l.name, l.units, l.dormant[0], l.dormant[1]);
+    }
+    let hidden: Vec<&LayerActivity> = layers.iter().filter(|l| l.name.ends_with(".conv1")).collect();
+    let (d, u) = (hidden.iter().map(|l| l.dormant[1]).sum::<usize>(), hidden.iter().map(|l| l.units).sum::<usize>());
+    println!(
+        "blocks' first convolutions: {d} of {u} units dormant at τ={} ({:.1} %)",
+        TAUS[1],
+        if u == 0 { 0.0 } else { 100.0 * d as f64 / u as f64 }
+    );
 }
 
 fn print_table(h: &NetHealth) {

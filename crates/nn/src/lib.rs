@@ -10,6 +10,7 @@
 //! - [`rows`]: the same forward pass with channels-last rows ([`Convolutions`]).
 //! - [`fold`]: [`TakNet::fold`], the network in inference form (`FoldedNet`).
 //! - [`train`]: the training step ([`Trainer`]); `optim`: the flat optimiser.
+//! - [`activity`]: ReDo's τ-dormant units of every hidden ReLU layer on a batch.
 //! - [`heads`]: every head of a network for a few positions, for analysis front ends.
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
 //! - [`weights`]: stored tensors checked against the architecture before loading.
@@ -17,6 +18,7 @@
 //! - [`device`]: where the network runs ([`DeviceChoice`]: cpu, wgpu, cuda), opened once.
 //! - [`error`]: [`ModelError`] (checkpoints, exports).
 
+pub mod activity;
 pub mod checkpoint;
 pub mod device;
 pub mod error;

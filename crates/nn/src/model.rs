@@ -75,6 +75,22 @@ impl ResBlock {
         let y = self.bn2.forward(self.conv2.forward(y));
         relu(y + x)
     }
+
+    /// [`ResBlock::forward`] that also returns the first convolution's activations (after
+    /// its ReLU, before the pooled bias), for `crate::activity`. Kept apart from `forward`
+    /// so that training holds no extra reference to them.
+    pub(crate) fn forward_traced(&self, x: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+        let mid = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+        let mut y = mid.clone();
+        if let Some(fc) = &self.gpool_fc {
+            let [b, c, h, w] = y.dims();
+            let g = fc.weight.dims()[0] / 3;
+            let bias: Tensor<4> = fc.forward(global_pool(y.clone().narrow(1, 0, g))).reshape([b, c, 1, 1]);
+            y = y + bias.expand([b, c, h, w]);
+        }
+        let y = self.bn2.forward(self.conv2.forward(y));
+        (relu(y + x), mid)
+    }
 }
 
 /// Which outputs a forward pass computes.

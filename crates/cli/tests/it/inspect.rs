@@ -37,12 +37,26 @@ fn inspect_reports_every_layer_and_totals_that_add_up() {
     assert_eq!((num(h, "weights"), num(h, "tiny_weights")), (weights, tiny));
     assert_eq!((num(h, "dead_trunk_channels"), num(h, "trunk_channels")), (dead_trunk, trunk));
     assert_eq!(trunk, 12 * 64);
+    // The units' activity on positions: every hidden ReLU layer, dormant counts that grow
+    // with τ and never pass the layer's units; a weight-dead channel never fires.
+    let activity = v["activity"].as_array().unwrap();
+    assert_eq!(activity.len(), 1 + 2 * 6 + 3);
+    for l in activity {
+        let d: Vec<usize> = l["dormant"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
+        assert!(d.len() == 2 && d[0] <= d[1] && d[1] <= num(l, "units"), "{l}");
+    }
+    for l in layers.iter().filter(|l| l["name"].as_str().unwrap().ends_with(".conv1")) {
+        let name = l["name"].as_str().unwrap();
+        let a = activity.iter().find(|a| a["name"] == name).unwrap_or_else(|| panic!("{name}"));
+        assert!(a["dormant"][0].as_u64().unwrap() as usize >= num(l, "dead_outputs"), "{name}: {a} / {l}");
+    }
     // The table says the same.
     let out = bredon().arg("inspect").arg(&model).output().unwrap();
     let table = text(&out);
     assert!(out.status.success(), "{table}");
     assert!(table.contains("block6.conv1") && table.contains("opponent_policy_out"), "{table}");
     assert!(table.contains(&format!("residual blocks: {dead_trunk} of {trunk} output channels dead")), "{table}");
+    assert!(table.contains("dormant units") && table.contains("value_fc1"), "{table}");
 }
 
 #[test]

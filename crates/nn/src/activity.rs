@@ -1,0 +1,124 @@
+//! The network's units at work on a batch of positions: ReDo's τ-dormant score (Sokar et
+//! al., "The Dormant Neuron Phenomenon in Deep Reinforcement Learning", ICML 2023) for
+//! every hidden ReLU layer. A unit's score is its mean activation over the batch and the
+//! board's squares divided by the layer's mean over its units; a unit is τ-dormant when its
+//! score is at most τ (τ = 0: it never fires on these positions).
+//!
+//! The weight-based measure (`bredon_netform::health`) finds the units that can never fire;
+//! this one also finds those that could but do not on real play.
+
+use bredon_netform::config::ValueHead;
+use bredon_rules::Position;
+use burn::prelude::*;
+use burn::tensor::activation::relu;
+
+use crate::model::{TakNet, global_pool};
+use crate::train::encode_batch;
+
+/// The τ values every report gives: never firing, and ReDo's threshold for a unit doing
+/// almost nothing.
+pub const TAUS: [f32; 2] = [0.0, 0.025];
+
+/// One hidden ReLU layer's units on the batch.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LayerActivity {
+    /// The layer (`stem`, `block3.conv1`, `block3`, `policy_conv`, `value_conv`,
+    /// `value_fc1`).
+    pub name: String,
+    /// Its units (channels, or the dense layer's outputs).
+    pub units: usize,
+    /// Per τ of [`TAUS`], the τ-dormant units.
+    pub dormant: Vec<usize>,
+}
+
+/// Each unit's mean activation over every axis but the channels (`[C]`).
+fn per_unit<const D: usize>(a: Tensor<D>) -> Vec<f32> {
+    let dims = a.dims();
+    let c = dims[1];
+    let a = a.abs();
+    let flat: Tensor<2> = if D == 2 {
+        a.reshape([dims[0] as i32, c as i32])
+    } else {
+        // [B, C, N, N] to [B·N², C].
+        a.swap_dims(1, D - 1).reshape([-1, c as i32])
+    };
+    flat.mean_dim(0).into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 activations")
+}
+
+fn layer(name: String, means: Vec<f32>) -> LayerActivity {
+    let avg = means.iter().sum::<f32>() / means.len().max(1) as f32;
+    let dormant = TAUS
+        .iter()
+        .map(|&tau| means.iter().filter(|&&m| if avg > 0.0 { m / avg <= tau } else { true }).count())
+        .collect();
+    LayerActivity { name, units: means.len(), dormant }
+}
+
+/// The τ-dormant units of every hidden ReLU layer of `model` (in inference mode: BatchNorm
+/// on its running statistics) on `positions`, boards of `size`, in the order of the
+/// forward pass.
+pub fn activity(model: &TakNet, positions: &[&Position], size: usize) -> Vec<LayerActivity> {
+    let x = encode_batch(positions.iter().copied(), model.input_version(), size, &model.device());
+    let mut out = Vec::new();
+    let mut h = relu(model.stem_bn.forward(model.stem.forward(x)));
+    out.push(layer("stem".into(), per_unit(h.clone())));
+    for (i, block) in model.blocks.iter().enumerate() {
+        let (y, mid) = block.forward_traced(h);
+        out.push(layer(format!("block{}.conv1", i + 1), per_unit(mid)));
+        out.push(layer(format!("block{}", i + 1), per_unit(y.clone())));
+        h = y;
+    }
+    let p = relu(model.policy_bn.forward(model.policy_conv.forward(h.clone())));
+    out.push(layer("policy_conv".into(), per_unit(p)));
+    let v = relu(model.value_bn.forward(model.value_conv.forward(h)));
+    out.push(layer("value_conv".into(), per_unit(v.clone())));
+    let [b, ..] = v.dims();
+    let v: Tensor<2> = match model.value_head() {
+        ValueHead::Dense => v.reshape([b as i32, -1]),
+        ValueHead::Pool => global_pool(v),
+    };
+    let hidden = relu(model.value_fc1.forward(v));
+    out.push(layer("value_fc1".into(), per_unit(hidden)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bredon_netform::config::NetConfig;
+    use burn::module::Param;
+
+    /// A channel whose BatchNorm scale and shift are zero outputs ReLU(0) = 0 on every
+    /// position: it is dormant at τ = 0, in that layer, and the same network without the
+    /// change has fewer dormant units there.
+    #[test]
+    fn a_zeroed_channel_is_dormant() {
+        let cfg =
+            NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
+        let device = crate::device::cpu();
+        device.seed(3);
+        let model = TakNet::new(&cfg, &device);
+        let positions = bredon_netform::positions::random_positions(4, 32, 5);
+        let refs: Vec<&Position> = positions.iter().collect();
+        let before = activity(&model, &refs, 4);
+        let names: Vec<&str> = before.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["stem", "block1.conv1", "block1", "block2.conv1", "block2", "policy_conv", "value_conv", "value_fc1"]
+        );
+        assert!(before.iter().all(|l| l.dormant.len() == TAUS.len() && l.dormant[0] <= l.dormant[1]));
+        let mut dead = model.clone();
+        let zero_at = |p: &Param<Tensor<1>>| {
+            let mut v = p.val().into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+            v[5] = 0.0;
+            Param::from_tensor(Tensor::<1>::from_data(TensorData::new(v, [8]), &device))
+        };
+        dead.blocks[1].bn1.gamma = zero_at(&dead.blocks[1].bn1.gamma);
+        dead.blocks[1].bn1.beta = zero_at(&dead.blocks[1].bn1.beta);
+        let after = activity(&dead, &refs, 4);
+        let at = |ls: &[LayerActivity]| ls.iter().find(|l| l.name == "block2.conv1").unwrap().dormant[0];
+        assert_eq!(at(&after), at(&before) + 1, "{before:?} / {after:?}");
+        // The layers before it are untouched.
+        assert_eq!(before[..3], after[..3]);
+    }
+}
