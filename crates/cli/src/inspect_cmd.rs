@@ -1,7 +1,7 @@
 //! `bredon inspect`: a model's health as its weights show it, layer by layer.
 
 use anyhow::{Context, Result};
-use bredon_netform::health::{NetHealth, TINY_WEIGHT, net_health};
+use bredon_netform::health::{NetHealth, TINY_WEIGHT, net_health, percent};
 use bredon_nn::activity::{LayerActivity, TAUS, activity};
 use bredon_nn::load_exported;
 use std::path::PathBuf;
@@ -71,11 +71,7 @@ fn print_activity(layers: &[LayerActivity], positions: usize) {
     }
     let hidden: Vec<&LayerActivity> = layers.iter().filter(|l| l.name.ends_with(".conv1")).collect();
     let (d, u) = (hidden.iter().map(|l| l.dormant[1]).sum::<usize>(), hidden.iter().map(|l| l.units).sum::<usize>());
-    println!(
-        "blocks' first convolutions: {d} of {u} units dormant at τ={} ({:.1} %)",
-        TAUS[1],
-        if u == 0 { 0.0 } else { 100.0 * d as f64 / u as f64 }
-    );
+    println!("blocks' first convolutions: {d} of {u} units dormant at τ={} ({:.1} %)", TAUS[1], percent(d, u));
 }
 
 fn print_table(h: &NetHealth) {
@@ -106,6 +102,14 @@ fn print_table(h: &NetHealth) {
         h.tiny_weights,
         h.weights,
         h.tiny_percent()
+    );
+    let first: Vec<_> = h.layers.iter().filter(|l| l.in_trunk() && l.name.ends_with(".conv1")).collect();
+    let (dead, all) = (first.iter().map(|l| l.dead_outputs).sum(), first.iter().map(|l| l.outputs).sum());
+    let per_block: Vec<String> = first.iter().map(|l| l.dead_outputs.to_string()).collect();
+    println!(
+        "blocks' first convolutions (their outputs go through a ReLU): {dead} of {all} dead ({:.1} %; per block {})",
+        percent(dead, all),
+        per_block.join(", ")
     );
     println!(
         "(dead: every incoming weight at most {TINY_WEIGHT:e} in magnitude, so the channel outputs its bias whatever the position)"

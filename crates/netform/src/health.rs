@@ -86,7 +86,8 @@ impl NetHealth {
     }
 }
 
-fn percent(part: usize, whole: usize) -> f64 {
+/// `part` of `whole` in percent (0 of nothing is 0 %).
+pub fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
 }
 

@@ -65,7 +65,26 @@ impl ResBlock {
     }
 
     pub(crate) fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let mut y = relu(self.bn1.forward(self.conv1.forward(x.clone())));
+        let y = self.first(x.clone());
+        self.rest(x, y)
+    }
+
+    /// [`ResBlock::forward`] that also returns the first convolution's activations (after
+    /// its ReLU, before the pooled bias), for `crate::activity`. `forward` does not keep
+    /// them, so that training holds no extra reference to them.
+    pub(crate) fn forward_traced(&self, x: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+        let mid = self.first(x.clone());
+        (self.rest(x, mid.clone()), mid)
+    }
+
+    /// conv1, BatchNorm, ReLU.
+    fn first(&self, x: Tensor<4>) -> Tensor<4> {
+        relu(self.bn1.forward(self.conv1.forward(x)))
+    }
+
+    /// From the first convolution's activations `y` on: the pooled bias, conv2,
+    /// BatchNorm, the skip from the block's input `x`, ReLU.
+    fn rest(&self, x: Tensor<4>, mut y: Tensor<4>) -> Tensor<4> {
         if let Some(fc) = &self.gpool_fc {
             let [b, c, h, w] = y.dims();
             let g = fc.weight.dims()[0] / 3;
@@ -74,22 +93,6 @@ impl ResBlock {
         }
         let y = self.bn2.forward(self.conv2.forward(y));
         relu(y + x)
-    }
-
-    /// [`ResBlock::forward`] that also returns the first convolution's activations (after
-    /// its ReLU, before the pooled bias), for `crate::activity`. Kept apart from `forward`
-    /// so that training holds no extra reference to them.
-    pub(crate) fn forward_traced(&self, x: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
-        let mid = relu(self.bn1.forward(self.conv1.forward(x.clone())));
-        let mut y = mid.clone();
-        if let Some(fc) = &self.gpool_fc {
-            let [b, c, h, w] = y.dims();
-            let g = fc.weight.dims()[0] / 3;
-            let bias: Tensor<4> = fc.forward(global_pool(y.clone().narrow(1, 0, g))).reshape([b, c, 1, 1]);
-            y = y + bias.expand([b, c, h, w]);
-        }
-        let y = self.bn2.forward(self.conv2.forward(y));
-        (relu(y + x), mid)
     }
 }
 
