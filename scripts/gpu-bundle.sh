@@ -50,14 +50,21 @@ else
   echo "note: no $FUSED (build it with --features wgpu-fusion): the fused build will not be measured"
 fi
 
-# The Vulkan loader (libvulkan.so.1), as the device tool's notes say: Debian's amd64
-# package, unpacked there only when `ldconfig -p` shows no loader.
-if ! ls "$BUNDLE"/libvulkan1_*.deb >/dev/null 2>&1; then
+# The Vulkan loader (libvulkan.so.1) and GLVND's dispatch libraries, as the device tool's
+# notes say: Debian's amd64 packages, unpacked there only when `ldconfig -p` lacks them.
+# NVIDIA's Vulkan driver is in libGLX_nvidia, which needs GLVND: with the loader alone
+# (the H200, 2026-12-04) it "could not get vkCreateInstance" and wgpu found no adapter.
+LOADERS=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+missing=()
+for pkg in "${LOADERS[@]}"; do
+  ls "$BUNDLE/${pkg}"_*.deb >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
   lists=$(mktemp -d)
   o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
   mkdir -p "$lists/partial"
   apt-get "${o[@]}" update -qq
-  (cd "$BUNDLE" && apt-get "${o[@]}" download libvulkan1)
+  (cd "$BUNDLE" && apt-get "${o[@]}" download "${missing[@]}")
   rm -rf "$lists"
 fi
 

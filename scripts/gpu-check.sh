@@ -9,7 +9,8 @@
 #   scripts/gpu-check.sh .gpu/bredon.xz wgpu   # the bundle's binary, unpacked first
 #
 # Before measuring it makes Vulkan work on a bare GPU machine: where `ldconfig -p` shows no
-# loader (libvulkan.so.1) it unpacks the bundle's libvulkan1 package into /, and where no
+# Vulkan loader (libvulkan.so.1) or no GLVND (libGLX.so.0, libEGL.so.1, which NVIDIA's
+# Vulkan driver needs) it unpacks the bundle's loader packages into /, and where no
 # Vulkan driver manifest is in the loader's usual folders but NVIDIA's is under
 # /usr/local/nvidia, it points VK_DRIVER_FILES at it.
 #
@@ -19,8 +20,8 @@
 #      with two passes in flight) and on the CPU's fast path, each phase of a pass (encode,
 #      upload, kernels, readback, convert), and every head's largest difference from the
 #      CPU;
-#   2. the training step at batch 512, samples/s on DEVICE (its convolutions as matrix
-#      products over rows, the default, and as burn's direct convolutions) and on the CPU,
+#   2. the training step at batch 512, samples/s on DEVICE (its convolutions as burn's
+#      direct ones, the default, and as matrix products over rows) and on the CPU,
 #      three steps' losses on both, each phase's time (and the host thread's), and CubeCL's profile of
 #      one step: how many kernels each phase launches and which take the device's time,
 #      and the host's cost of a launch (a 16-channel net at batch 1: nearly empty kernels);
@@ -104,16 +105,22 @@ fi
 section "the machine"
 nproc
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
-  debs=("$BUNDLE_DIR"/libvulkan1_*.deb .gpu/libvulkan1_*.deb)
-  for deb in "${debs[@]}"; do
-    if [ -f "$deb" ]; then
-      echo "no Vulkan loader here: unpacking $deb"
-      dpkg -x "$deb" / && ldconfig
-      break
-    fi
+# has_lib NAME: whether the dynamic linker's cache knows NAME. (`grep -c` reads all of
+# `ldconfig -p`: `grep -q` stops at the first match, and under pipefail the SIGPIPE that
+# ldconfig then gets made the check fail with the library right there.)
+has_lib() { ldconfig -p 2>/dev/null | grep -c "$1" >/dev/null; }
+# NVIDIA's Vulkan driver lives in libGLX_nvidia, which needs GLVND's dispatch libraries
+# (libGLX, libEGL, ...) besides the Vulkan loader: without them the loader finds the
+# driver's manifest but "could not get vkCreateInstance" from it.
+if ! has_lib 'libvulkan\.so\.1' || ! has_lib 'libGLX\.so\.0' || ! has_lib 'libEGL\.so\.1'; then
+  for deb in "$BUNDLE_DIR"/lib*.deb; do
+    [ -f "$deb" ] || continue
+    echo "no Vulkan/GLVND loader here: unpacking $deb"
+    dpkg -x "$deb" /
   done
-  ldconfig -p | grep -q 'libvulkan\.so\.1' || echo "warning: still no Vulkan loader (libvulkan.so.1): wgpu will find no adapter"
+  ldconfig
+  has_lib 'libvulkan\.so\.1' || echo "warning: still no Vulkan loader (libvulkan.so.1): wgpu will find no adapter"
+  has_lib 'libGLX\.so\.0' || echo "warning: still no GLVND (libGLX.so.0): NVIDIA's Vulkan driver will not start"
 fi
 NV_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NV_ICD" ] &&
@@ -139,8 +146,8 @@ fi
 
 section "2. training step, batch 512"
 step 35 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 6 --compare-cpu
-echo "-- the same step with burn's direct convolutions instead of matrix products over rows (the default on a GPU)"
-step 20 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions direct
+echo "-- the same step with its convolutions as matrix products over rows instead of burn's direct ones (the default since the H200's figures, docs/gpu.md)"
+step 20 "$BIN" --device "$DEV" bench train --model "$MODEL" --batch 512 --seconds 4 --convolutions matmul
 step 20 "$BIN" --device cpu bench train --model "$MODEL" --batch 512 --seconds 6
 echo "-- the step's kernels on $DEV (CubeCL's own profile of the last timed step: kernels launched and their device time, per phase)"
 step 30 env CUBECL_DEBUG_LOG="$TMP/cubecl-train.log" CUBECL_DEBUG_OPTION=profile \

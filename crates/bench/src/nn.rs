@@ -4,23 +4,29 @@
 
 use crate::error::BenchError;
 use bredon_infer::{Engine, InferenceKind, PolicyReadback};
-use bredon_kernels::PassTimes;
+use bredon_kernels::{PassTimes, Precision};
 use bredon_netform::ModelMeta;
 use bredon_netform::positions::random_positions;
 use bredon_nn::{Device, TakNet};
 use bredon_rules::{Move, Position};
 use std::time::Instant;
 
-/// The forward paths to measure: `inference` alone when given; otherwise the fast and
-/// burn paths, and the WGSL kernels too where `device` runs them.
+/// The forward paths to measure: `inference` alone when given; otherwise the fast path
+/// (in 8-bit integers too where the CPU has the units), burn's, and the WGSL kernels too
+/// where `device` runs them.
 pub fn kinds(inference: Option<InferenceKind>, device: &Device) -> Vec<InferenceKind> {
-    match inference {
-        Some(k) => vec![k],
-        None if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL => {
-            vec![InferenceKind::Fast, InferenceKind::Burn, InferenceKind::WGSL]
-        }
-        None => vec![InferenceKind::Fast, InferenceKind::Burn],
+    if let Some(k) = inference {
+        return vec![k];
     }
+    let mut out = vec![InferenceKind::FAST];
+    if Precision::Int8.is_native() {
+        out.push(InferenceKind::Fast(Precision::Int8));
+    }
+    out.push(InferenceKind::Burn);
+    if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL {
+        out.push(InferenceKind::WGSL);
+    }
+    out
 }
 
 /// The positions measured on a board of `size` with batches up to the largest of

@@ -1,7 +1,7 @@
 //! [`Engine`]: a network ready for the search's forward pass by one of the paths (burn's,
 //! the CPU fast path, the WGSL kernels), and what one pass gives the search.
 
-use bredon_kernels::{FastNet, PassTimes, Scalars};
+use bredon_kernels::{FastNet, Isa, PassTimes, Precision, Scalars};
 use bredon_mcts::Evaluation;
 use bredon_netform::policy::{masked_softmax, move_to_index, policy_size};
 use bredon_nn::TakNet;
@@ -51,7 +51,19 @@ impl Engine {
                     Engine::Burn(model, size)
                 }
             },
-            _ => Engine::Fast(FastNet::new(&model.fold(size))),
+            k => {
+                let precision = match k {
+                    InferenceKind::Fast(p) if !p.is_native() => {
+                        eprintln!(
+                            "bredon: this CPU lacks the units for {p} (AVX-512 VNNI); the fast path runs in f32 instead"
+                        );
+                        Precision::F32
+                    }
+                    InferenceKind::Fast(p) => p,
+                    _ => Precision::F32,
+                };
+                Engine::Fast(FastNet::with_precision(&model.fold(size), Isa::detect(), precision))
+            }
         }
     }
 
@@ -59,7 +71,7 @@ impl Engine {
     pub fn kind(&self) -> InferenceKind {
         match self {
             Engine::Burn(..) => InferenceKind::Burn,
-            Engine::Fast(_) => InferenceKind::Fast,
+            Engine::Fast(f) => InferenceKind::Fast(f.precision()),
             #[cfg(feature = "wgpu")]
             Engine::Wgsl(w) => InferenceKind::Wgsl(w.arithmetic()),
         }

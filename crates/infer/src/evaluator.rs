@@ -80,7 +80,7 @@ impl NetEvaluator {
 
     fn build(model: TakNet, size: usize, kind: InferenceKind, lanes: usize, one_core_each: bool) -> NetEvaluator {
         let lanes = lanes.max(1);
-        let alone = one_core_each && kind.resolve_for(&model.device()) == InferenceKind::Fast;
+        let alone = one_core_each && matches!(kind.resolve_for(&model.device()), InferenceKind::Fast(_));
         let lanes = (0..lanes).map(|_| Lane::new(model.clone(), size, kind, alone)).collect();
         NetEvaluator { lanes, next: AtomicU64::new(0), size }
     }

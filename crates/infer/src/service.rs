@@ -95,7 +95,7 @@ pub struct ServiceTimes {
 /// batches, and burn's CPU backend splits its own work).
 pub fn auto_shards(kind: InferenceKind, device: &Device) -> usize {
     match kind.resolve_for(device) {
-        InferenceKind::Fast => rayon::current_num_threads().max(1),
+        InferenceKind::Fast(_) => rayon::current_num_threads().max(1),
         _ => 1,
     }
 }

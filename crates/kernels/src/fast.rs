@@ -41,6 +41,10 @@ use bredon_netform::encoding::{encode, input_len, planes};
 use bredon_netform::folded::{FoldedLinear, FoldedNet, Matrix};
 use bredon_netform::policy::policy_size;
 
+use crate::int8::{Int8Kernel, QGemm, QInput, QPacked, gemm_i8, quantize};
+use crate::precision::Precision;
+use crate::tiles::{Epilogue, MAX_MR, MAX_TILE, TileGrid, check_bounds, run_tiles};
+
 /// The instruction set the kernels use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
@@ -126,11 +130,6 @@ impl Isa {
     }
 }
 
-/// Largest tile: rows x columns (AVX-512: 6x64, 8x48, 12x32).
-const MAX_TILE: usize = 384;
-/// Largest rows per tile.
-const MAX_MR: usize = 12;
-
 /// A `Vec<f32>` whose data starts on a 64-byte boundary.
 struct AlignedVec {
     buf: Vec<f32>,
@@ -205,116 +204,27 @@ struct Gemm<'a> {
     relu: bool,
 }
 
-/// Fewest multiply-adds for which a layer is split over two threads (below it the
-/// fork-join costs more than it saves).
-const PAR_MIN_FLOPS: usize = 1 << 17;
-
-/// `out` as a pointer that may cross threads: the two halves of a split layer write
-/// disjoint elements.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: only used by `gemm`, whose parallel halves write disjoint rows or columns.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
 /// Computes the layer `g` with weights `w` into `out`. With `split`, a layer large enough
 /// is cut into two halves (by rows, or by column panels when there are too few rows) run
 /// by `rayon::join`: this is how a single position (batch 1) uses both cores.
 fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
-    let rows = g.a_rows.len();
-    assert_eq!(g.out_rows.len(), rows);
-    assert_eq!(g.taps.len() * g.seg, w.k, "layer input size");
-    if rows == 0 {
-        return;
-    }
-    // Every read and write below stays inside `a` and `out` (checked once per layer).
-    let (tmin, tmax) = g.taps.iter().fold((isize::MAX, isize::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-    let (amin, amax) = g.a_rows.iter().fold((usize::MAX, 0), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-    assert!(
-        amin as isize + tmin >= 0 && amax as isize + tmax + g.seg as isize <= g.a.len() as isize,
-        "input rows out of range"
-    );
-    let omax = g.out_rows.iter().copied().max().unwrap_or(0);
-    assert!(omax + w.n <= out.len(), "output rows out of range");
-
-    let out = OutPtr(out.as_mut_ptr());
-    let parts = if split && rows * w.k * w.n >= PAR_MIN_FLOPS && rayon::current_num_threads() > 1 {
-        if rows >= 2 * w.mr {
-            let half = (rows / 2).div_ceil(w.mr) * w.mr;
-            Some(((0..w.panels, 0..half), (0..w.panels, half..rows)))
-        } else if w.panels >= 2 {
-            let half = w.panels / 2;
-            Some(((0..half, 0..rows), (half..w.panels, 0..rows)))
-        } else {
-            None
+    check_bounds(g.a.len(), g.a_rows, g.taps, g.seg, w.k, w.n, g.out_rows, out.len());
+    let shape = TileGrid { n: w.n, k: w.k, mr: w.mr, nr: w.nr, panels: w.panels, bias: &w.bias };
+    let epilogue = Epilogue { out_rows: g.out_rows, residual: g.residual, relu: g.relu };
+    let tile = |p: usize, m0: usize, mr: usize, tile: &mut [f32; MAX_TILE]| {
+        let mut ap = [std::ptr::null::<f32>(); MAX_MR];
+        for (i, a) in ap.iter_mut().enumerate().take(mr) {
+            // SAFETY: in range, checked by `check_bounds`.
+            *a = unsafe { g.a.as_ptr().add(g.a_rows[m0 + i]) };
         }
-    } else {
-        None
+        // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats); the
+        // row pointers plus every tap offset plus `seg` stay inside `a` (checked by
+        // `check_bounds`); the tile holds `mr * nr`.
+        let b = unsafe { w.w.as_slice().as_ptr().add(p * w.k * w.nr) };
+        let operands = TileOperands { mr, nv: w.nv, a: ap.as_ptr(), b, out: tile.as_mut_ptr() };
+        unsafe { kernel(isa, operands, g.taps, g.seg) };
     };
-    match parts {
-        // SAFETY (both arms): bounds checked above; the halves write disjoint output rows
-        // (distinct `out_rows`) or disjoint column ranges of them.
-        Some(((p1, r1), (p2, r2))) => {
-            rayon::join(
-                || unsafe { gemm_part(isa, w, g, out, p1, r1) },
-                || unsafe { gemm_part(isa, w, g, out, p2, r2) },
-            );
-        }
-        None => unsafe { gemm_part(isa, w, g, out, 0..w.panels, 0..rows) },
-    }
-}
-
-/// Column panels `panels` of rows `rows` of the layer.
-///
-/// # Safety
-/// The bounds checks of [`gemm`] hold, and no other thread writes the same elements of `out`.
-unsafe fn gemm_part(
-    isa: Isa,
-    w: &Packed,
-    g: &Gemm,
-    out: OutPtr,
-    panels: std::ops::Range<usize>,
-    rows: std::ops::Range<usize>,
-) {
-    // This may be a rayon worker's half of a layer: it flushes denormals too.
-    let _flush = FlushDenormals::new();
-    let mut tile = [0.0f32; MAX_TILE];
-    let nr = w.nr;
-    for p in panels {
-        // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats).
-        let bp = unsafe { w.w.as_slice().as_ptr().add(p * w.k * nr) };
-        let j0 = p * nr;
-        let jn = nr.min(w.n - j0);
-        let bias = &w.bias[j0..j0 + jn];
-        let mut m0 = rows.start;
-        while m0 < rows.end {
-            let mr = w.mr.min(rows.end - m0);
-            let mut ap = [std::ptr::null::<f32>(); MAX_MR];
-            for (i, a) in ap.iter_mut().enumerate().take(mr) {
-                // SAFETY: in range, checked by `gemm`.
-                *a = unsafe { g.a.as_ptr().add(g.a_rows[m0 + i]) };
-            }
-            // SAFETY: the row pointers plus every tap offset plus `seg` stay inside `a`
-            // (checked by `gemm`); the panel holds `k * nr` floats; the tile holds `mr * nr`.
-            let operands = TileOperands { mr, nv: w.nv, a: ap.as_ptr(), b: bp, out: tile.as_mut_ptr() };
-            unsafe { kernel(isa, operands, g.taps, g.seg) };
-            for i in 0..mr {
-                let o = g.out_rows[m0 + i] + j0;
-                // SAFETY: in range (checked by `gemm`), and written by this thread only.
-                let dst = unsafe { std::slice::from_raw_parts_mut(out.0.add(o), jn) };
-                let acc = &tile[i * nr..i * nr + jn];
-                match (g.residual, g.relu) {
-                    (false, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = a + b),
-                    (false, true) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (a + b).max(0.0)),
-                    (true, false) => dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d += a + b),
-                    (true, true) => {
-                        dst.iter_mut().zip(acc).zip(bias).for_each(|((d, &a), &b)| *d = (*d + a + b).max(0.0))
-                    }
-                }
-            }
-            m0 += mr;
-        }
-    }
+    run_tiles(&shape, &epilogue, out, split, &tile);
 }
 
 macro_rules! by_mr {
@@ -498,6 +408,13 @@ struct Scratch {
     h: Vec<f32>,
     /// The inner activation of a residual block.
     y: Vec<f32>,
+    /// The 8-bit inputs of a block's first and second convolutions.
+    hq: QInput,
+    yq: QInput,
+    /// Every position's pooled biases (`[position][channels]`) and what each tap of the
+    /// second convolution makes of them (`[position][9 channels]`), 8-bit blocks only.
+    gbias: Vec<f32>,
+    gtaps: Vec<f32>,
     /// Head features, `[position][square][policy filters + 2]`.
     head: Vec<f32>,
     /// Policy features, `[position][square][policy filters]`.
@@ -570,6 +487,60 @@ enum PolicyOut {
     Conv(Packed),
 }
 
+/// The residual blocks' convolutions in 8-bit integers, and the kernel that runs them.
+struct Int8Blocks {
+    kernel: Int8Kernel,
+    blocks: Vec<(QPacked, QPacked)>,
+    /// Per block with global pooling, its second convolution's f32 weights tap-major
+    /// ([`taps_matrix`]): the pooled biases go through them exactly
+    /// ([`add_board_taps`]) instead of into the 8-bit input, which then stays unsigned.
+    conv2: Vec<Option<Packed>>,
+}
+
+/// A 3x3 convolution's weights `[9 cin][cout]` rearranged tap-major, `[cin][9 cout]`, and
+/// packed: one product of a position's per-channel biases (`cin`) gives what each tap
+/// makes of them (`9 cout`).
+fn taps_matrix(isa: Isa, w: &Matrix) -> Packed {
+    let (cin, cout) = (w.k / 9, w.n);
+    let m =
+        Matrix::from_fn(cin, 9 * cout, |ci, tj| w.w[((tj / cout) * cin + ci) * cout + tj % cout], &vec![0.0; 9 * cout]);
+    Packed::new(isa, &m)
+}
+
+/// Adds to `out` (rows `rows` of one position's `n`x`n` board, `cout` channels each) the
+/// sum over the taps that land on the board of `taps` (`[9][cout]`: what each tap of a 3x3
+/// convolution makes of a bias on every square and zero on the padding).
+fn add_board_taps(taps: &[f32], n: usize, rows: &[usize], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F.
+        return unsafe { add_board_taps_avx512(taps, n, rows, out) };
+    }
+    add_board_taps_body(taps, n, rows, out);
+}
+
+/// [`add_board_taps`] compiled for AVX-512 (the same sums, 16 lanes at a time).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn add_board_taps_avx512(taps: &[f32], n: usize, rows: &[usize], out: &mut [f32]) {
+    add_board_taps_body(taps, n, rows, out);
+}
+
+#[inline(always)]
+fn add_board_taps_body(taps: &[f32], n: usize, rows: &[usize], out: &mut [f32]) {
+    let cout = taps.len() / 9;
+    for (sq, &r) in rows.iter().enumerate() {
+        let (y, x) = ((sq / n) as isize, (sq % n) as isize);
+        let dst = &mut out[r..r + cout];
+        for (t, tap) in taps.chunks(cout).enumerate() {
+            let (yy, xx) = (y + t as isize / 3 - 1, x + t as isize % 3 - 1);
+            if (0..n as isize).contains(&yy) && (0..n as isize).contains(&xx) {
+                dst.iter_mut().zip(tap).for_each(|(o, &v)| *o += v);
+            }
+        }
+    }
+}
+
 /// The network in inference form for the fast path. Cheap to share (`&self` forward);
 /// build it again from the burn model when the weights change.
 pub struct FastNet {
@@ -578,6 +549,8 @@ pub struct FastNet {
     policy_size: usize,
     stem: Packed,
     blocks: Vec<(Packed, Packed)>,
+    /// The residual blocks in 8-bit integers ([`Precision::Int8`]), when they run so.
+    int8: Option<Int8Blocks>,
     /// Per block, its global pooling layer (`3 g` features to `channels` biases).
     gpool: Vec<Option<FoldedLinear>>,
     /// The board-size feature's scale of global pooling ([`pool_size_scale`]).
@@ -611,7 +584,41 @@ impl FastNet {
     /// The fast network from folded weights, with the kernels of `isa` (which must be in
     /// [`Isa::available`]; otherwise the portable kernels are used).
     pub fn from_folded(net: &FoldedNet, isa: Isa) -> FastNet {
+        FastNet::with_precision(net, isa, Precision::F32)
+    }
+
+    /// The fast network from folded weights, with the kernels of `isa` (as
+    /// [`FastNet::from_folded`]) and its residual blocks in `precision` where it can: 8-bit
+    /// integers need a multiple of 4 channels (elsewhere the blocks run in single
+    /// precision: [`FastNet::precision`] says which), and run on AVX-512 VNNI, or where
+    /// the CPU lacks it in portable Rust, correct but several times slower than single
+    /// precision ([`Precision::is_native`] tells a caller which to ask for).
+    pub fn with_precision(net: &FoldedNet, isa: Isa, precision: Precision) -> FastNet {
         let isa = if Isa::available().contains(&isa) { isa } else { Isa::Portable };
+        let kernel = if Int8Kernel::vnni_available() { Int8Kernel::Vnni512 } else { Int8Kernel::Portable };
+        let int8 = match precision {
+            Precision::Int8 if net.config.channels.is_multiple_of(4) => Some(Int8Blocks {
+                kernel,
+                blocks: net
+                    .blocks
+                    .iter()
+                    .map(|(a, b)| {
+                        let pack = |m: &Matrix| {
+                            let (nv, mr) = Isa::Avx512.tile_shape(m.n);
+                            QPacked::new(m, net.config.channels, nv, mr)
+                        };
+                        (pack(&Matrix::conv3(a)), pack(&Matrix::conv3(b)))
+                    })
+                    .collect(),
+                conv2: net
+                    .blocks
+                    .iter()
+                    .zip(&net.gpool)
+                    .map(|((_, b), g)| g.as_ref().map(|_| taps_matrix(isa, &Matrix::conv3(b))))
+                    .collect(),
+            }),
+            _ => None,
+        };
         let n = net.size();
         let head = Packed::new(isa, &net.head_matrix());
         let side = (n + 2) as isize;
@@ -630,6 +637,7 @@ impl FastNet {
                 .iter()
                 .map(|(a, b)| (Packed::new(isa, &Matrix::conv3(a)), Packed::new(isa, &Matrix::conv3(b))))
                 .collect(),
+            int8,
             head,
             policy: match net.policy_fc {
                 Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
@@ -652,6 +660,20 @@ impl FastNet {
     /// The instruction set of the kernels in use.
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    /// This network with its 8-bit layers (if any) on the portable kernel: the same
+    /// integers and floats as the VNNI kernel's, which the tests check bit for bit.
+    pub fn with_portable_int8_kernel(mut self) -> FastNet {
+        if let Some(q) = &mut self.int8 {
+            q.kernel = Int8Kernel::Portable;
+        }
+        self
+    }
+
+    /// What the residual blocks compute in.
+    pub fn precision(&self) -> Precision {
+        if self.int8.is_some() { Precision::Int8 } else { Precision::F32 }
     }
 
     /// Board size.
@@ -822,33 +844,108 @@ impl FastNet {
             &mut s.h,
             split,
         );
-        for ((conv1, conv2), gpool) in self.blocks.iter().zip(&self.gpool) {
-            gemm(
-                isa,
-                conv1,
-                &Gemm { a: &s.h, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: false, relu: true },
-                &mut s.y,
-                split,
-            );
+        for (i, ((conv1, conv2), gpool)) in self.blocks.iter().zip(&self.gpool).enumerate() {
+            let q = self.int8.as_ref().map(|q| (q.kernel, &q.blocks[i]));
+            match q {
+                Some((kernel, (q1, _))) => {
+                    quantize(&s.h, rows_c, area, c, &mut s.hq);
+                    let g = QGemm {
+                        a: &s.hq,
+                        a_rows: rows_c,
+                        taps: &taps_c,
+                        seg: c,
+                        out_rows: rows_c,
+                        residual: false,
+                        relu: true,
+                    };
+                    gemm_i8(kernel, q1, &g, &mut s.y, split);
+                }
+                None => gemm(
+                    isa,
+                    conv1,
+                    &Gemm {
+                        a: &s.h,
+                        a_rows: rows_c,
+                        taps: &taps_c,
+                        seg: c,
+                        out_rows: rows_c,
+                        residual: false,
+                        relu: true,
+                    },
+                    &mut s.y,
+                    split,
+                ),
+            }
             if let Some(fc) = gpool {
                 // Per position: pool the first g channels, one bias per channel from the
-                // dense layer, added on the board's squares (not the zero padding).
+                // dense layer, added on the board's squares (not the zero padding); in
+                // 8 bits, added through the second convolution to its output instead.
                 let g = fc.din / 3;
-                for rows in rows_c.chunks(area) {
+                let conv2_taps = self.int8.as_ref().and_then(|q| q.conv2[i].as_ref());
+                s.gbias.resize(b * c, 0.0);
+                for (pi, rows) in rows_c.chunks(area).enumerate() {
                     pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in);
                     dense(fc, &s.gpool_in, &mut s.gpool_bias);
-                    for &r in rows {
-                        s.y[r..r + c].iter_mut().zip(&s.gpool_bias).for_each(|(y, b)| *y += b);
+                    match conv2_taps {
+                        Some(_) => s.gbias[pi * c..(pi + 1) * c].copy_from_slice(&s.gpool_bias),
+                        None => {
+                            for &r in rows {
+                                s.y[r..r + c].iter_mut().zip(&s.gpool_bias).for_each(|(y, b)| *y += b);
+                            }
+                        }
+                    }
+                }
+                if let Some(w) = conv2_taps {
+                    // Every position's biases through each tap at once; the residual
+                    // epilogue adds `h`, so their share on the board joins it.
+                    s.gtaps.resize(b * w.n, 0.0);
+                    let pos_rows: Vec<usize> = (0..b).map(|p| p * c).collect();
+                    let out_rows: Vec<usize> = (0..b).map(|p| p * w.n).collect();
+                    let taps = Gemm {
+                        a: &s.gbias,
+                        a_rows: &pos_rows,
+                        taps: &[0],
+                        seg: c,
+                        out_rows: &out_rows,
+                        residual: false,
+                        relu: false,
+                    };
+                    gemm(isa, w, &taps, &mut s.gtaps, split);
+                    for (pi, rows) in rows_c.chunks(area).enumerate() {
+                        add_board_taps(&s.gtaps[pi * w.n..(pi + 1) * w.n], n, rows, &mut s.h);
                     }
                 }
             }
-            gemm(
-                isa,
-                conv2,
-                &Gemm { a: &s.y, a_rows: rows_c, taps: &taps_c, seg: c, out_rows: rows_c, residual: true, relu: true },
-                &mut s.h,
-                split,
-            );
+            match q {
+                Some((kernel, (_, q2))) => {
+                    quantize(&s.y, rows_c, area, c, &mut s.yq);
+                    let g = QGemm {
+                        a: &s.yq,
+                        a_rows: rows_c,
+                        taps: &taps_c,
+                        seg: c,
+                        out_rows: rows_c,
+                        residual: true,
+                        relu: true,
+                    };
+                    gemm_i8(kernel, q2, &g, &mut s.h, split);
+                }
+                None => gemm(
+                    isa,
+                    conv2,
+                    &Gemm {
+                        a: &s.y,
+                        a_rows: rows_c,
+                        taps: &taps_c,
+                        seg: c,
+                        out_rows: rows_c,
+                        residual: true,
+                        relu: true,
+                    },
+                    &mut s.h,
+                    split,
+                ),
+            }
         }
         gemm(
             isa,

@@ -5,7 +5,8 @@
 //! (policy logits or priors, value, draw probability, flat margin).
 //!
 //! - [`fast`]: the CPU fast path ([`FastNet`]): channels-last implicit-GEMM kernels,
-//!   AVX-512 / AVX2+FMA / portable, picked at run time ([`Isa`]).
+//!   AVX-512 / AVX2+FMA / portable, picked at run time ([`Isa`]), the residual blocks in
+//!   single precision or 8-bit integers ([`Precision`], AVX-512 VNNI).
 //! - [`wgsl`] (feature `wgpu`): Bredon's own WGSL kernels on a wgpu adapter, the GPU
 //!   twin of the fast path, the trunk in an [`Arithmetic`].
 //! - [`arithmetic`], [`times`]: the WGSL trunk's arithmetic, and a pass's time phase by
@@ -19,10 +20,14 @@
 
 pub mod arithmetic;
 pub mod fast;
+mod int8;
+pub mod precision;
+mod tiles;
 pub mod times;
 #[cfg(feature = "wgpu")]
 pub mod wgsl;
 
 pub use arithmetic::{Arithmetic, UnknownArithmetic};
 pub use fast::{FastNet, Isa, Scalars};
+pub use precision::{Precision, UnknownPrecision};
 pub use times::PassTimes;

@@ -234,7 +234,7 @@ impl Trainer {
     }
 
     /// How the step computes the network's convolutions ([`Convolutions::Auto`], the
-    /// default: matrix products on a GPU device, burn's `conv2d` on the CPU). Either gives
+    /// default: burn's `conv2d`, the faster on every device measured). Either gives
     /// the same losses and gradients; only the kernels differ.
     pub fn set_convolutions(&mut self, convolutions: Convolutions) {
         self.convolutions = convolutions.on(&self.device);

@@ -36,9 +36,9 @@ pub struct DeviceConfig {
     /// built with that cargo feature (`--features wgpu` or `cuda`).
     pub name: bredon_nn::DeviceChoice,
     /// How the training step computes the network's convolutions: `auto` (the default:
-    /// matrix products over channels-last rows on a GPU, burn's `conv2d` on the CPU),
-    /// `direct` (burn's `conv2d`) or `matmul`. The same losses either way; see
-    /// docs/gpu.md.
+    /// burn's `conv2d`, the faster on the CPU and on an H200), `direct` (burn's `conv2d`)
+    /// or `matmul` (matrix products over channels-last rows). The same losses either
+    /// way; see docs/gpu.md.
     pub convolutions: bredon_nn::Convolutions,
 }
 
@@ -576,7 +576,7 @@ mod tests {
         assert_eq!(s("[selfplay]\ninference = \"burn\""), 1, "burn's path: one service");
         // Automatic on the fast path: one per thread of rayon's pool (the games allowing).
         let auto = s("[selfplay]\ninference = \"fast\"\nconcurrent_games = 1000");
-        assert_eq!(auto, bredon_infer::auto_shards(bredon_infer::InferenceKind::Fast, &bredon_nn::device::cpu()));
+        assert_eq!(auto, bredon_infer::auto_shards(bredon_infer::InferenceKind::FAST, &bredon_nn::device::cpu()));
         assert!(auto >= 1);
     }
 

@@ -334,10 +334,15 @@ fn a_trained_network_deepens_with_identity_blocks() {
     assert!(new_scale.iter().any(|&g| g != 0.0), "the added block's scale left zero");
 }
 
-/// The step with its convolutions as matrix products over rows (the GPU's default) trains
-/// like burn's conv2d on the CPU: the same losses step by step, and the same weights and
-/// BatchNorm statistics after, for the global-pooling network with every head and a dense
-/// one without.
+/// The step with its convolutions as matrix products over rows trains like burn's conv2d
+/// on the CPU: from the same weights, each of three steps gives the same losses and the
+/// same weights and BatchNorm statistics after, for the global-pooling network with every
+/// head and a dense one without.
+///
+/// Each step starts both ways from the same weights (the direct way's), so that rounding
+/// does not compound over the steps. Global pooling's maxima still make the gradients
+/// differ past rounding where two squares tie (below): the bound there is relative to
+/// the step's change.
 #[test]
 fn matmul_convolutions_train_like_burns_conv2d() {
     use bredon_nn::Convolutions;
@@ -360,14 +365,16 @@ fn matmul_convolutions_train_like_burns_conv2d() {
         // last bits of a near-zero gradient (the two ways sum in different orders) into steps
         // a sizeable fraction of the learning rate (4.2e-4 apart after 3 steps, in CI):
         // that would test the optimiser's amplification, not the convolutions.
-        let mut trainers = [Convolutions::Direct, Convolutions::Matmul].map(|c| {
-            let sgd = OptimizerSettings { kind: bredon_nn::OptimizerKind::Sgd, ..OptimizerSettings::default() };
-            let mut t = Trainer::from_model(&cfg, init.clone(), sgd).unwrap();
+        let sgd = OptimizerSettings { kind: bredon_nn::OptimizerKind::Sgd, ..OptimizerSettings::default() };
+        let trainer = |model: &TakNet, c: Convolutions| {
+            let mut t = Trainer::from_model(&cfg, model.clone(), sgd.clone()).unwrap();
             t.set_convolutions(c);
             assert_eq!(t.convolutions(), c);
             t
-        });
+        };
+        let mut model = init.clone();
         for step in 0..3 {
+            let mut trainers = [Convolutions::Direct, Convolutions::Matmul].map(|c| trainer(&model, c));
             let [a, b] = [0, 1].map(|i| trainers[i].step(&batch, 0.01).unwrap());
             for (what, x, y) in
                 [("policy", a.policy, b.policy), ("value", a.value, b.value), ("total", a.total, b.total)]
@@ -378,20 +385,40 @@ fn matmul_convolutions_train_like_burns_conv2d() {
                     cfg.name()
                 );
             }
+            let [a, b] = [0, 1].map(|i| trainers[i].model());
+            for part in ["conv", "running_mean", "running_var", "gpool", "fc"] {
+                let (after, other) = (tensor_values(&a, part), tensor_values(&b, part));
+                if after.is_empty() {
+                    assert!(part == "gpool" && !cfg.global_pool, "{}: no {part} tensors", cfg.name());
+                    continue;
+                }
+                // The two ways agree to single precision's rounding (~1e-8 to ~1e-6
+                // measured; relative above 1). With global pooling, a maximum between
+                // two squares equal to rounding may take the gradient to either square:
+                // on an AVX-512 CPU the second step's convolution weights differ by
+                // 5.4e-5 where the step changed them by up to 1.26e-3 (4 %), and nothing
+                // downstream of the first block's pooling differs. There the bound is
+                // 10 % of the step's largest change: a wrong tap or a lost term moves a
+                // tensor by the whole of its change.
+                let d = max_diff(&after, &other);
+                let changed = max_diff(&after, &tensor_values(&model, part));
+                let bound = if cfg.global_pool { (0.1 * changed).max(1e-5) } else { 1e-5 };
+                assert!(
+                    d <= bound,
+                    "{}, step {step}: the {part} tensors differ by {d} (the step changed them by up to {changed})",
+                    cfg.name()
+                );
+            }
+            model = a;
         }
-        let [a, b] = [0, 1].map(|i| trainers[i].model());
+        // The steps moved every part (by ~1e-3 to ~0.7).
         for part in ["conv", "running_mean", "running_var", "gpool", "fc"] {
-            let (after, other) = (tensor_values(&a, part), tensor_values(&b, part));
+            let after = tensor_values(&model, part);
             if after.is_empty() {
-                assert!(part == "gpool" && !cfg.global_pool, "{}: no {part} tensors", cfg.name());
                 continue;
             }
-            // The steps moved these tensors (by ~1e-3 to ~0.7), and the two ways agree to
-            // single precision's rounding (~1e-8 to ~1e-7 measured; relative above 1).
             let moved = max_diff(&after, &tensor_values(&init, part));
             assert!(moved >= 1e-4, "{}: the {part} tensors moved only {moved} in 3 steps", cfg.name());
-            let d = max_diff(&after, &other);
-            assert!(d <= 1e-5, "{}: the {part} tensors differ by {d} after 3 steps", cfg.name());
         }
     }
 }

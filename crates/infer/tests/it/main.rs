@@ -7,6 +7,7 @@
 mod common;
 mod fast;
 mod gpool;
+mod int8;
 mod nn;
 mod onnx;
 #[cfg(feature = "wgpu")]

@@ -314,7 +314,7 @@ fn service_gives_the_cpu_priors(kind: bredon_infer::InferenceKind) {
     use bredon_mcts::Evaluator;
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
-    let cpu = bredon_infer::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::Fast);
+    let cpu = bredon_infer::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::FAST);
     let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, kind);
     let sets: Vec<Vec<Position>> = (0..4).map(|i| random_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
     std::thread::scope(|scope| {

@@ -1,0 +1,171 @@
+//! The fast path's residual blocks in 8-bit integers (`Precision::Int8`): the AVX-512 VNNI
+//! kernel computes exactly what the portable one does, and both stay close to single
+//! precision on the shipped networks.
+
+use crate::common::{self, random_positions, trained, with_random_tensors};
+use bredon_kernels::fast::{FastNet, Isa};
+use bredon_kernels::{Precision, Scalars};
+use bredon_netform::policy::masked_softmax;
+use bredon_netform::{NetConfig, ValueHead};
+use bredon_nn::load_exported;
+use bredon_rules::Position;
+
+/// Whether this CPU runs the 8-bit blocks natively; when not, says loudly what is not
+/// tested here.
+fn vnni_or_say_so(what: &str) -> bool {
+    let native = Precision::Int8.is_native();
+    if !native {
+        eprintln!(
+            "NOTE: no AVX-512 VNNI on this CPU: {what} runs the portable 8-bit kernel only (the VNNI kernel is NOT tested here)"
+        );
+    }
+    native
+}
+
+fn outputs(net: &FastNet, positions: &[Position]) -> (Vec<f32>, Scalars) {
+    let refs: Vec<&Position> = positions.iter().collect();
+    let mut logits = Vec::new();
+    let mut scalars = Scalars::default();
+    net.forward_scalars_into(&refs, &mut logits, &mut scalars);
+    (logits, scalars)
+}
+
+/// The VNNI kernel and the portable one give the same bits, for a network with global
+/// pooling (whose second convolutions read signed inputs, zero at 128) and one without,
+/// at batch sizes that split layers by rows and by columns.
+#[test]
+fn the_vnni_kernel_computes_what_the_portable_one_does() {
+    let plain =
+        NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
+    let pooled = NetConfig {
+        size: 6,
+        blocks: 2,
+        channels: 24,
+        value_hidden: 12,
+        policy_filters: 4,
+        input_version: 2,
+        wdl: true,
+        aux: true,
+        global_pool: true,
+        gpool_channels: 8,
+        value_head: ValueHead::Pool,
+        value_filters: 6,
+        ..NetConfig::default()
+    };
+    for cfg in [plain, pooled] {
+        let positions = random_positions(cfg.size, 70, 11);
+        let mut model = trained(&cfg, &positions, 3);
+        if cfg.global_pool {
+            model = with_random_tensors(&model, &cfg, &["gpool_fc"], 0.5, 3);
+        }
+        let folded = model.fold(cfg.size);
+        // The single-precision layers (input, heads) on the portable kernels in both, so
+        // that only the 8-bit kernel differs.
+        let portable = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8).with_portable_int8_kernel();
+        assert_eq!(portable.precision(), Precision::Int8);
+        let f32_net = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
+        let (pl, ps) = outputs(&portable, &positions);
+        let (fl, fs) = outputs(&f32_net, &positions);
+        // Quantised, not equal to single precision, but close (a small random net).
+        let dv = ps.values.iter().zip(&fs.values).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(ps.values != fs.values && dv < 0.1, "{}: values differ by {dv}", cfg.name());
+        assert!(pl.iter().zip(&fl).any(|(a, b)| a != b));
+        if !vnni_or_say_so("the_vnni_kernel_computes_what_the_portable_one_does") {
+            continue;
+        }
+        let vnni = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8);
+        assert_eq!(vnni.precision(), Precision::Int8);
+        for batch in [1, 3, 16, 70] {
+            for chunk in positions.chunks(batch).take(3) {
+                let (a, b) = (outputs(&vnni, chunk), outputs(&portable, chunk));
+                assert!(a.0 == b.0, "{} batch {batch}: the logits differ", cfg.name());
+                assert_eq!(a.1.values, b.1.values, "{} batch {batch}: values", cfg.name());
+                assert_eq!(a.1.draws, b.1.draws, "{} batch {batch}: draws", cfg.name());
+                assert_eq!(a.1.margins, b.1.margins, "{} batch {batch}: margins", cfg.name());
+            }
+        }
+        // A position's outputs do not depend on the rest of its batch.
+        let one = outputs(&vnni, &positions[5..6]);
+        let all = outputs(&vnni, &positions);
+        assert_eq!(one.1.values[0], all.1.values[5]);
+    }
+}
+
+/// How far 8-bit outputs are from single precision's over some positions.
+#[derive(Debug)]
+#[allow(dead_code)] // printed whole; the test bounds some of the fields
+struct Agreement {
+    positions: usize,
+    value_p99: f32,
+    value_max: f32,
+    same_top_move: f64,
+    mean_kl: f64,
+}
+
+fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int8_isa: Isa) -> Agreement {
+    let folded = model.fold(size);
+    let exact = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
+    let int8 = FastNet::with_precision(&folded, int8_isa, Precision::Int8);
+    assert_eq!(int8.precision(), Precision::Int8);
+    let mut dv = Vec::new();
+    let (mut same, mut kl) = (0usize, 0.0f64);
+    for chunk in positions.chunks(256) {
+        let (el, es) = outputs(&exact, chunk);
+        let (ql, qs) = outputs(&int8, chunk);
+        let per = el.len() / chunk.len();
+        for (i, pos) in chunk.iter().enumerate() {
+            dv.push((es.values[i] - qs.values[i]).abs());
+            let legal = pos.legal_moves();
+            let p = masked_softmax(&el[i * per..(i + 1) * per], &legal, size);
+            let q = masked_softmax(&ql[i * per..(i + 1) * per], &legal, size);
+            let top = |v: &[f32]| v.iter().enumerate().fold(0, |b, (j, &x)| if x > v[b] { j } else { b });
+            same += usize::from(top(&p) == top(&q));
+            kl += p
+                .iter()
+                .zip(&q)
+                .filter(|(a, _)| **a > 0.0)
+                .map(|(&a, &b)| a as f64 * (a as f64 / (b as f64).max(1e-30)).ln())
+                .sum::<f64>();
+        }
+    }
+    dv.sort_by(f32::total_cmp);
+    let n = positions.len();
+    Agreement {
+        positions: n,
+        value_p99: dv[(n * 99 / 100).min(n - 1)],
+        value_max: dv[n - 1],
+        same_top_move: same as f64 / n as f64,
+        mean_kl: kl / n as f64,
+    }
+}
+
+/// On the shipped 4x4, 5x5 and 6x6 networks, over the reference games' positions (5x5)
+/// and random games' (every size): value within 0.02 at the 99th percentile, the same
+/// most likely move in at least 98 % of positions, and a mean policy KL divergence of at
+/// most 0.01 (issue 66's bars).
+#[test]
+fn int8_agrees_with_single_precision_on_the_shipped_networks() {
+    let native = vnni_or_say_so("int8_agrees_with_single_precision_on_the_shipped_networks");
+    let isa = Isa::detect();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let mut found = Vec::new();
+    for name in ["4x4", "5x5", "6x6"] {
+        let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
+        let mut positions = random_positions(meta.size, if native { 2000 } else { 1000 }, 66);
+        if meta.size == 5 {
+            positions.extend(common::real_positions());
+        }
+        // Each position once: random games repeat their first plies, and one position
+        // counted a hundred times would weigh as much as a hundred.
+        let mut seen = std::collections::HashSet::new();
+        positions.retain(|p| seen.insert(p.hash()));
+        let a = agreement(&model, meta.size, &positions, isa);
+        eprintln!("{name} int8 ({}) vs f32: {a:?}", if native { "vnni" } else { "portable" });
+        found.push((name, a));
+    }
+    for (name, a) in found {
+        assert!(a.value_p99 <= 0.02, "{name}: {a:?}");
+        assert!(a.same_top_move >= 0.98, "{name}: {a:?}");
+        assert!(a.mean_kl <= 0.01, "{name}: {a:?}");
+    }
+}
