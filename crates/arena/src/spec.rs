@@ -98,6 +98,10 @@ pub enum PlayerSpec {
         /// Display name (default: the file stem).
         #[serde(default)]
         name: Option<String>,
+        /// The search's forward pass for this player (`inference=fast:int8`; default the
+        /// command's `--inference`): two players of one model that differ only in it.
+        #[serde(default)]
+        inference: Option<bredon_infer::InferenceKind>,
         /// Search choices (`tactics`, `search`, `time`, `search_threads`, `stop_when_decided`,
         /// `score_utility`).
         #[serde(flatten)]
@@ -323,7 +327,7 @@ impl PlayerSpec {
                 };
                 Ok(Entrant::new(name, limits, move || Ok(Box::new(TeiPlayer::new(config.clone())?) as Box<dyn Player>)))
             }
-            PlayerSpec::Checkpoint { path, visits, settings, .. } => {
+            PlayerSpec::Checkpoint { path, visits, settings, inference, .. } => {
                 // Load once; every worker's player shares the (thread-safe) evaluator.
                 let (model, meta) = bredon_nn::load_exported(&path).map_err(|e| {
                     SpecError::new(&name, SpecErrorKind::Checkpoint { path: path.clone(), source: Box::new(e) })
@@ -332,6 +336,14 @@ impl PlayerSpec {
                 let lanes = settings.config().threads;
                 // Behind an evaluation cache that the player's games share: a transposition
                 // costs no forward pass (the same answers, sooner).
+                let own;
+                let compute = match inference {
+                    Some(kind) => {
+                        own = bredon_infer::Compute { inference: kind, ..compute.clone() };
+                        &own
+                    }
+                    None => compute,
+                };
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_mcts::CachedEvaluator::new(
                     compute.evaluator(model, meta.size, lanes),
                     CHECKPOINT_EVAL_CACHE_BYTES,
@@ -461,15 +473,21 @@ impl FromStr for PlayerSpec {
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("checkpoint:PATH"))?;
                 let (mut visits, mut name, mut search_settings) = (None, None, SearchSettings::default());
+                let mut inference = None;
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => visits = Some(parse_visits(s, v)?),
                         "name" => name = Some(v.clone()),
+                        "inference" => {
+                            inference = Some(v.parse().map_err(|_| {
+                                bad_setting(s, k, v, "auto, fast, fast:int8, burn, wgsl or wgsl:ARITHMETIC")
+                            })?)
+                        }
                         _ if search_settings.parse(s, k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
                 }
-                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, settings: search_settings }
+                PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, inference, settings: search_settings }
             }
             "" => return Err(SpecError::new(s, SpecErrorKind::Empty)),
             other => return Err(SpecError::new(s, SpecErrorKind::UnknownKind { given: other.to_string() })),
@@ -522,6 +540,16 @@ mod tests {
             }
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
+        // A checkpoint player's own forward pass (two players of one model that differ in it).
+        match "checkpoint:m.bredon;inference=fast:int8".parse::<PlayerSpec>().unwrap() {
+            PlayerSpec::Checkpoint { inference, .. } => {
+                assert_eq!(inference, Some(bredon_infer::InferenceKind::Fast(bredon_infer::Precision::Int8)))
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = "checkpoint:m.bredon;inference=fast:int4".parse::<PlayerSpec>().unwrap_err().to_string();
+        assert!(e.contains("inference") && e.contains("fast:int8"), "{e}");
+        assert!("uniform:30;inference=fast".parse::<PlayerSpec>().is_err(), "only checkpoints run a network");
         match "uniform:30;solver=0.25".parse::<PlayerSpec>().unwrap() {
             PlayerSpec::Uniform { settings, .. } => assert_eq!(settings.config().solver_share, 0.25),
             other => panic!("{other:?}"),

@@ -38,6 +38,7 @@ fn checkpoint_spec(run: &RunDir, cfg: &RunConfig, generation: Generation) -> Pla
         path: run.checkpoint_dir(generation),
         visits: None,
         name: Some(generation.to_string()),
+        inference: None,
         settings: SearchSettings { search: Some(cfg.search.algorithm), ..SearchSettings::default() },
     }
 }

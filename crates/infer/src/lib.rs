@@ -26,6 +26,7 @@ pub mod gpu;
 pub mod kind;
 pub mod service;
 
+pub use bredon_kernels::Precision;
 pub use compute::Compute;
 pub use engine::{Engine, Forward, PolicyReadback, forward_raw, forward_timed};
 pub use evaluator::NetEvaluator;
