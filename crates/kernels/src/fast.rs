@@ -541,6 +541,42 @@ fn add_board_taps_body(taps: &[f32], n: usize, rows: &[usize], out: &mut [f32]) 
     }
 }
 
+/// A residual block's rows: `rows` (each square of each position), `area` a position,
+/// the 3x3 taps' offsets, `c` channels, and whether a layer may split over two threads.
+struct BlockRows<'a> {
+    rows: &'a [usize],
+    area: usize,
+    taps: &'a [isize],
+    c: usize,
+    split: bool,
+}
+
+/// One 3x3 convolution of a residual block from `src` into `dst` with ReLU (`residual`:
+/// adding what `dst` holds): in f32 with `w`, or with `q` in 8 bits through `qin`.
+#[allow(clippy::too_many_arguments)]
+fn conv3_layer(
+    isa: Isa,
+    w: &Packed,
+    q: Option<(Int8Kernel, &QPacked)>,
+    src: &[f32],
+    qin: &mut QInput,
+    b: &BlockRows,
+    residual: bool,
+    dst: &mut [f32],
+) {
+    match q {
+        Some((kernel, qw)) => {
+            quantize(src, b.rows, b.area, b.c, qin);
+            let g = QGemm { a: qin, a_rows: b.rows, taps: b.taps, seg: b.c, out_rows: b.rows, residual, relu: true };
+            gemm_i8(kernel, qw, &g, dst, b.split);
+        }
+        None => {
+            let g = Gemm { a: src, a_rows: b.rows, taps: b.taps, seg: b.c, out_rows: b.rows, residual, relu: true };
+            gemm(isa, w, &g, dst, b.split);
+        }
+    }
+}
+
 /// The network in inference form for the fast path. Cheap to share (`&self` forward);
 /// build it again from the burn model when the weights change.
 pub struct FastNet {
@@ -846,36 +882,8 @@ impl FastNet {
         );
         for (i, ((conv1, conv2), gpool)) in self.blocks.iter().zip(&self.gpool).enumerate() {
             let q = self.int8.as_ref().map(|q| (q.kernel, &q.blocks[i]));
-            match q {
-                Some((kernel, (q1, _))) => {
-                    quantize(&s.h, rows_c, area, c, &mut s.hq);
-                    let g = QGemm {
-                        a: &s.hq,
-                        a_rows: rows_c,
-                        taps: &taps_c,
-                        seg: c,
-                        out_rows: rows_c,
-                        residual: false,
-                        relu: true,
-                    };
-                    gemm_i8(kernel, q1, &g, &mut s.y, split);
-                }
-                None => gemm(
-                    isa,
-                    conv1,
-                    &Gemm {
-                        a: &s.h,
-                        a_rows: rows_c,
-                        taps: &taps_c,
-                        seg: c,
-                        out_rows: rows_c,
-                        residual: false,
-                        relu: true,
-                    },
-                    &mut s.y,
-                    split,
-                ),
-            }
+            let block = BlockRows { rows: rows_c, area, taps: &taps_c, c, split };
+            conv3_layer(isa, conv1, q.map(|(k, (q1, _))| (k, q1)), &s.h, &mut s.hq, &block, false, &mut s.y);
             if let Some(fc) = gpool {
                 // Per position: pool the first g channels, one bias per channel from the
                 // dense layer, added on the board's squares (not the zero padding); in
@@ -916,36 +924,7 @@ impl FastNet {
                     }
                 }
             }
-            match q {
-                Some((kernel, (_, q2))) => {
-                    quantize(&s.y, rows_c, area, c, &mut s.yq);
-                    let g = QGemm {
-                        a: &s.yq,
-                        a_rows: rows_c,
-                        taps: &taps_c,
-                        seg: c,
-                        out_rows: rows_c,
-                        residual: true,
-                        relu: true,
-                    };
-                    gemm_i8(kernel, q2, &g, &mut s.h, split);
-                }
-                None => gemm(
-                    isa,
-                    conv2,
-                    &Gemm {
-                        a: &s.y,
-                        a_rows: rows_c,
-                        taps: &taps_c,
-                        seg: c,
-                        out_rows: rows_c,
-                        residual: true,
-                        relu: true,
-                    },
-                    &mut s.h,
-                    split,
-                ),
-            }
+            conv3_layer(isa, conv2, q.map(|(k, (_, q2))| (k, q2)), &s.y, &mut s.yq, &block, true, &mut s.h);
         }
         gemm(
             isa,
