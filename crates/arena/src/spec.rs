@@ -473,7 +473,7 @@ impl FromStr for PlayerSpec {
             "checkpoint" => {
                 let a = arg.filter(|a| !a.is_empty()).ok_or_else(|| missing("checkpoint:PATH"))?;
                 let (mut visits, mut name, mut search_settings) = (None, None, SearchSettings::default());
-                let mut inference = None;
+                let (mut inference, mut precision) = (None, None);
                 for (k, v) in &settings {
                     match k.as_str() {
                         "visits" => visits = Some(parse_visits(s, v)?),
@@ -483,9 +483,22 @@ impl FromStr for PlayerSpec {
                                 bad_setting(s, k, v, "auto, fast, fast:int8, burn, wgsl or wgsl:ARITHMETIC")
                             })?)
                         }
+                        "precision" => {
+                            let p: bredon_infer::PrecisionChoice =
+                                v.parse().map_err(|_| bad_setting(s, k, v, "auto, f32 or int8"))?;
+                            precision = Some((p, v));
+                        }
                         _ if search_settings.parse(s, k, v)? => {}
                         _ => return Err(unknown(k)),
                     }
+                }
+                // `precision=` sets the fast path's arithmetic of this player's pass (its
+                // `inference=`, else `auto`), whichever key came first.
+                if let Some((p, v)) = precision {
+                    let kind: bredon_infer::InferenceKind = inference.unwrap_or_default();
+                    inference = Some(kind.with_precision(p).ok_or_else(|| {
+                        bad_setting(s, "precision", v, "no precision: this player's inference has no fast path")
+                    })?);
                 }
                 PlayerSpec::Checkpoint { path: PathBuf::from(a), visits, name, inference, settings: search_settings }
             }
@@ -541,12 +554,24 @@ mod tests {
         );
         assert!("uniform:30;search=alphabeta".parse::<PlayerSpec>().is_err());
         // A checkpoint player's own forward pass (two players of one model that differ in it).
-        match "checkpoint:m.bredon;inference=fast:int8".parse::<PlayerSpec>().unwrap() {
-            PlayerSpec::Checkpoint { inference, .. } => {
-                assert_eq!(inference, Some(bredon_infer::InferenceKind::Fast(bredon_infer::Precision::Int8)))
+        let int8 = bredon_infer::InferenceKind::fast(bredon_infer::Precision::Int8);
+        let auto_int8 =
+            bredon_infer::InferenceKind::Auto(bredon_infer::PrecisionChoice::Exactly(bredon_infer::Precision::Int8));
+        for (spec, kind) in [
+            ("checkpoint:m.bredon;inference=fast:int8", int8),
+            ("checkpoint:m.bredon;precision=int8;inference=fast", int8),
+            ("checkpoint:m.bredon;inference=fast:f32;precision=int8", int8),
+            ("checkpoint:m.bredon;precision=INT8", auto_int8),
+        ] {
+            match spec.parse::<PlayerSpec>().unwrap() {
+                PlayerSpec::Checkpoint { inference, .. } => assert_eq!(inference, Some(kind), "{spec}"),
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
         }
+        let e = "checkpoint:m.bredon;precision=bf16".parse::<PlayerSpec>().unwrap_err().to_string();
+        assert!(e.contains("precision") && e.contains("auto, f32 or int8"), "{e}");
+        let e = "checkpoint:m.bredon;inference=burn;precision=int8".parse::<PlayerSpec>().unwrap_err().to_string();
+        assert!(e.contains("no fast path"), "{e}");
         let e = "checkpoint:m.bredon;inference=fast:int4".parse::<PlayerSpec>().unwrap_err().to_string();
         assert!(e.contains("inference") && e.contains("fast:int8"), "{e}");
         assert!("uniform:30;inference=fast".parse::<PlayerSpec>().is_err(), "only checkpoints run a network");

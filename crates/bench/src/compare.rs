@@ -61,7 +61,7 @@ pub fn compare_with_cpu(
     let heads = bredon_nn::compare_devices(model, &cpu, &refs, size)?;
     let mut compared = Vec::new();
     if let Some(kind) = wgsl {
-        let fast = Engine::new(model.clone(), size, InferenceKind::FAST);
+        let fast = Engine::new(model.clone(), size, InferenceKind::FAST_F32);
         let heads = compare_wgsl(&fast, &Engine::new(model.clone(), size, kind), &refs);
         compared.push(WgslComparison { arithmetic: None, heads });
         for &(arithmetic, engine) in arithmetics {

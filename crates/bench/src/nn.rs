@@ -11,16 +11,16 @@ use bredon_nn::{Device, TakNet};
 use bredon_rules::{Move, Position};
 use std::time::Instant;
 
-/// The forward paths to measure: `inference` alone when given; otherwise the fast path
-/// (in 8-bit integers too where the CPU has the units), burn's, and the WGSL kernels too
-/// where `device` runs them.
+/// The forward paths to measure: `inference` alone when given (`auto` made concrete for
+/// `device`); otherwise the fast path in f32 (and in 8-bit integers where the CPU has the
+/// units), burn's, and the WGSL kernels too where `device` runs them.
 pub fn kinds(inference: Option<InferenceKind>, device: &Device) -> Vec<InferenceKind> {
     if let Some(k) = inference {
-        return vec![k];
+        return vec![k.resolve_for(device)];
     }
-    let mut out = vec![InferenceKind::FAST];
+    let mut out = vec![InferenceKind::fast(Precision::F32)];
     if Precision::Int8.is_native() {
-        out.push(InferenceKind::Fast(Precision::Int8));
+        out.push(InferenceKind::fast(Precision::Int8));
     }
     out.push(InferenceKind::Burn);
     if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL {
@@ -138,6 +138,9 @@ pub struct RateRow {
     /// Positions/s of each WGSL path with two passes in flight (empty in a build without
     /// the `wgpu` feature or without WGSL paths).
     pub pipelined: Vec<f64>,
+    /// The path each of the kinds asked for ran as (`fast` in `auto` precision as
+    /// `fast:int8` or `fast:f32`, a WGSL path that could not start as `burn`).
+    pub ran: Vec<InferenceKind>,
 }
 
 /// One forward pass phase by phase, averaged over several (the device synchronised after
@@ -191,7 +194,8 @@ pub fn forward_table(
                     pipelined.push(pipelined_rate(w, &positions, batch, seconds)?);
                 }
             }
-            on_row(&RateRow { size, net: net.clone(), batch, rates, pipelined });
+            let ran = engines.iter().map(Engine::kind).collect();
+            on_row(&RateRow { size, net: net.clone(), batch, rates, pipelined, ran });
             let row = |policy: String, times: PassTimes| PhaseRow { size, net: net.clone(), batch, policy, times };
             if kinds.contains(&InferenceKind::Burn) {
                 for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {

@@ -207,8 +207,9 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
+    let int8 = if bredon_kernels::Precision::Int8.is_native() { "int8 on AVX-512 VNNI" } else { "no int8 units" };
     println!(
-        "    (positions/s; fast kernels on the CPU: {isa}; burn{} on {})",
+        "    (positions/s; fast kernels on the CPU: {isa}, {int8}; burn{} on {})",
         if wgsl { " and wgsl (x2: two passes in flight)" } else { "" },
         compute.choice
     );
@@ -219,6 +220,11 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
         }
         if row.rates.len() == 2 {
             print!(" {:>9.2}x", row.rates[0] / row.rates[1]);
+        }
+        let renamed: Vec<String> =
+            kinds.iter().zip(&row.ran).filter(|(k, r)| k != r).map(|(k, r)| format!("{k} ran as {r}")).collect();
+        if !renamed.is_empty() {
+            print!("    ({})", renamed.join(", "));
         }
         println!();
     })?;
@@ -343,6 +349,7 @@ fn bench_selfplay(args: &SelfPlayArgs, compute: &Compute, inference: Option<Infe
     let mut cfg = RunConfig::load(&args.config).with_context(|| format!("loading {}", args.config.display()))?;
     if let Some(k) = inference {
         cfg.selfplay.inference = k;
+        cfg.selfplay.precision = None;
     }
     let learner = match &args.model {
         Some(path) => {
@@ -379,7 +386,7 @@ fn print_selfplay(r: &SelfPlayReport, cfg: &RunConfig, learner: &Learner) {
     println!(
         "self-play {size}x{size} {} ({} inference, {shards} inference thread(s), evaluation cache {} MB): {games} games, {plies} plies in {secs:.1} s = {:.0} games/h",
         learner.describe(),
-        cfg.selfplay.inference,
+        cfg.selfplay.inference_kind(),
         cfg.selfplay.eval_cache_mb,
         r.games_per_hour()
     );

@@ -37,6 +37,13 @@ struct Cli {
     /// config.
     #[arg(long, global = true)]
     inference: Option<bredon_infer::InferenceKind>,
+    /// Arithmetic of the CPU fast path's residual blocks (`tei`, `play`, `analyse`,
+    /// `serve`, `arena`, `bench`): `auto` (the default: 8-bit integers where the CPU has
+    /// AVX-512 VNNI and the 8-bit pass agrees with f32 on the model when it loads, else
+    /// f32), `f32` or `int8` (on a CPU without VNNI it runs in f32, with a warning).
+    /// Training runs take it from `[selfplay] precision`.
+    #[arg(long, global = true, value_name = "PRECISION")]
+    precision: Option<bredon_infer::PrecisionChoice>,
     /// Where the network runs: `cpu` (the default), `wgpu`, `wgpu:N`, `cuda` or `cuda:N`
     /// (GPU backends need a build with `--features wgpu` or `cuda`; `bredon devices`
     /// lists the adapters). For `train` and `selfplay` it overrides the run config's
@@ -89,15 +96,22 @@ fn main() {
     // Training runs read their device from the run config (`--device` overrides it); the
     // other commands open it here, before any model is loaded, and pass it down.
     let trains = matches!(cli.command, Command::Train(_) | Command::Selfplay(_));
+    let inference = match with_precision(cli.inference, cli.precision) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("bredon: error: {e:#}");
+            std::process::exit(2);
+        }
+    };
     let compute = match (cli.device, trains) {
-        (Some(choice), false) => match open_compute(choice, cli.inference.unwrap_or_default()) {
+        (Some(choice), false) => match open_compute(choice, inference.unwrap_or_default()) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("bredon: error: {e:#}");
                 std::process::exit(1);
             }
         },
-        _ => Compute { inference: cli.inference.unwrap_or_default(), ..Compute::cpu() },
+        _ => Compute { inference: inference.unwrap_or_default(), ..Compute::cpu() },
     };
     let outcome = match cli.command {
         Command::Perft(args) => perft_cmd::run(args),
@@ -105,16 +119,19 @@ fn main() {
         Command::Tei(args) => tei_cmd::run(args, &compute),
         Command::Play(args) => play_cmd::run(args, &compute),
         Command::Analyse(args) => analyse_cmd::run(args, &compute),
-        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() => Err(anyhow::anyhow!(
-            "training runs take the inference path from `[selfplay] inference` in the run config, not --inference"
-        )),
+        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() || cli.precision.is_some() => {
+            Err(anyhow::anyhow!(
+                "training runs take the inference path and precision from `[selfplay] inference` and \
+                 `[selfplay] precision` in the run config, not --inference or --precision"
+            ))
+        }
         Command::Train(args) => train_cmd::run_train(args, cli.device),
         Command::Selfplay(args) => train_cmd::run_selfplay(args, cli.device),
         Command::Devices => devices(),
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args, &compute),
         Command::Plot(args) => plot_cmd::run(args),
-        Command::Bench(cmd) => bench_cmd::run(cmd, &compute, cli.inference),
+        Command::Bench(cmd) => bench_cmd::run(cmd, &compute, inference),
         Command::Check(args) => check_cmd::run(args),
         Command::Inspect(args) => inspect_cmd::run(args),
         Command::Serve(args) => serve::run(args, &compute),
@@ -122,6 +139,22 @@ fn main() {
     if let Err(e) = outcome {
         eprintln!("bredon: error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// `--inference` with `--precision` applied: the fast path's arithmetic for `auto` and
+/// `fast`, an error for the passes that have none.
+fn with_precision(
+    inference: Option<InferenceKind>,
+    precision: Option<bredon_infer::PrecisionChoice>,
+) -> anyhow::Result<Option<InferenceKind>> {
+    let Some(p) = precision else { return Ok(inference) };
+    let kind = inference.unwrap_or_default();
+    match kind.with_precision(p) {
+        Some(k) => Ok(Some(k)),
+        None => Err(anyhow::anyhow!(
+            "--precision {p} sets the CPU fast path's arithmetic; --inference {kind} has none (use --inference auto or fast)"
+        )),
     }
 }
 

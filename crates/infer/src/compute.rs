@@ -30,7 +30,7 @@ impl Default for Compute {
 impl Compute {
     /// The CPU, with the fast path for search.
     pub fn cpu() -> Compute {
-        Compute { choice: DeviceChoice::Cpu, device: cpu(), inference: InferenceKind::Auto }
+        Compute { choice: DeviceChoice::Cpu, device: cpu(), inference: InferenceKind::AUTO }
     }
 
     /// Opens `choice` (see [`DeviceChoice::open`]) for networks run by `inference`.

@@ -1,7 +1,7 @@
 //! [`Engine`]: a network ready for the search's forward pass by one of the paths (burn's,
 //! the CPU fast path, the WGSL kernels), and what one pass gives the search.
 
-use bredon_kernels::{FastNet, Isa, PassTimes, Precision, Scalars};
+use bredon_kernels::{FastNet, PassTimes, Precision, Scalars};
 use bredon_mcts::Evaluation;
 use bredon_netform::policy::{masked_softmax, move_to_index, policy_size};
 use bredon_nn::TakNet;
@@ -15,6 +15,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{ExecutionError, Int, TensorData, Transaction};
 
 use crate::kind::InferenceKind;
+use crate::precision::PrecisionChoice;
 
 /// A network ready for inference by either path.
 #[allow(clippy::large_enum_variant)] // one per inference thread; boxing buys nothing
@@ -34,7 +35,9 @@ impl Engine {
     /// adapter runs it and it agrees with single precision on this model
     /// (`bredon_kernels::wgsl::WgslNet::for_search`); otherwise they run in single precision, and
     /// where they cannot run at all (no adapter, a network outside them) burn's forward
-    /// pass does. A warning says why each time.
+    /// pass does. A warning says why each time. The fast path runs in the precision
+    /// chosen (`crate::precision::fast_net`: `auto` checks an 8-bit pass against f32 on
+    /// this model first); a fallback is said once a process.
     pub fn new(model: TakNet, size: usize, kind: InferenceKind) -> Engine {
         match kind.resolve_for(&model.device()) {
             InferenceKind::Burn => Engine::Burn(model, size),
@@ -52,17 +55,15 @@ impl Engine {
                 }
             },
             k => {
-                let precision = match k {
-                    InferenceKind::Fast(p) if !p.is_native() => {
-                        eprintln!(
-                            "bredon: this CPU lacks the units for {p} (AVX-512 VNNI); the fast path runs in f32 instead"
-                        );
-                        Precision::F32
-                    }
+                let choice = match k {
                     InferenceKind::Fast(p) => p,
-                    _ => Precision::F32,
+                    _ => PrecisionChoice::Exactly(Precision::F32),
                 };
-                Engine::Fast(FastNet::with_precision(&model.fold(size), Isa::detect(), precision))
+                let (net, fallback) = crate::precision::fast_net(&model.fold(size), choice);
+                if let Some(why) = fallback {
+                    crate::precision::warn_once(&why);
+                }
+                Engine::Fast(net)
             }
         }
     }
@@ -71,7 +72,7 @@ impl Engine {
     pub fn kind(&self) -> InferenceKind {
         match self {
             Engine::Burn(..) => InferenceKind::Burn,
-            Engine::Fast(f) => InferenceKind::Fast(f.precision()),
+            Engine::Fast(f) => InferenceKind::fast(f.precision()),
             #[cfg(feature = "wgpu")]
             Engine::Wgsl(w) => InferenceKind::Wgsl(w.arithmetic()),
         }

@@ -55,7 +55,7 @@ impl NetEvaluator {
     /// Wraps an inference model for board `size`, run by the `auto` path (fast for a
     /// model on the CPU, the WGSL kernels on a GPU).
     pub fn new(model: TakNet, size: usize) -> NetEvaluator {
-        NetEvaluator::with_kind(model, size, InferenceKind::Auto)
+        NetEvaluator::with_kind(model, size, InferenceKind::AUTO)
     }
 
     /// Wraps an inference model for board `size`, run by `kind`.

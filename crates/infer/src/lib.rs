@@ -6,6 +6,8 @@
 //!
 //! - [`kind`]: [`InferenceKind`], which forward pass the search uses (`auto`, `fast`,
 //!   `burn`, `wgsl[:ARITHMETIC]`), parsed once.
+//! - [`precision`]: [`PrecisionChoice`], the fast path's arithmetic (`auto`, `f32`,
+//!   `int8`), and the agreement check `auto` holds an 8-bit pass to.
 //! - [`engine`]: [`Engine`], a network ready for one of the passes (burn's forward pass,
 //!   the CPU fast path or the WGSL kernels of `bredon-kernels`), and the passes' outputs.
 //! - [`evaluator`]: [`NetEvaluator`], the direct evaluator for single searches.
@@ -24,6 +26,7 @@ pub mod evaluator;
 #[cfg(feature = "wgpu")]
 pub mod gpu;
 pub mod kind;
+pub mod precision;
 pub mod service;
 
 pub use bredon_kernels::Precision;
@@ -31,4 +34,5 @@ pub use compute::Compute;
 pub use engine::{Engine, Forward, PolicyReadback, forward_raw, forward_timed};
 pub use evaluator::NetEvaluator;
 pub use kind::{InferenceKind, UnknownInference};
+pub use precision::{Agreement, PrecisionChoice, UnknownPrecisionChoice};
 pub use service::{InferenceHandle, InferenceService, ServiceTimes, auto_shards};

@@ -130,7 +130,7 @@ pub struct InferenceHandle {
 impl InferenceService {
     /// Starts the service thread with `model` for board `size`, run by the `auto` path.
     pub fn start(model: TakNet, size: usize, max_batch: usize) -> InferenceService {
-        InferenceService::start_with(model, size, max_batch, InferenceKind::Auto)
+        InferenceService::start_with(model, size, max_batch, InferenceKind::AUTO)
     }
 
     /// Starts the service thread with `model` for board `size`, run by `kind`. The service

@@ -45,41 +45,74 @@ fn per_unit<const D: usize>(a: Tensor<D>) -> Vec<f32> {
     flat.mean_dim(0).into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 activations")
 }
 
-fn layer(name: String, means: Vec<f32>) -> LayerActivity {
-    let avg = means.iter().sum::<f32>() / means.len().max(1) as f32;
-    let dormant = TAUS
-        .iter()
-        .map(|&tau| means.iter().filter(|&&m| if avg > 0.0 { m / avg <= tau } else { true }).count())
-        .collect();
-    LayerActivity { name, units: means.len(), dormant }
+/// One hidden ReLU layer's units scored on a batch: each unit's mean activation over the
+/// layer's mean over its units (every score 0 when the whole layer is silent).
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnitScores {
+    /// The layer, named as in [`LayerActivity::name`].
+    pub name: String,
+    /// One score per unit; the unit is τ-dormant when its score is at most τ.
+    pub scores: Vec<f32>,
+}
+
+impl UnitScores {
+    fn of(name: String, means: Vec<f32>) -> UnitScores {
+        let avg = means.iter().sum::<f32>() / means.len().max(1) as f32;
+        let scores = means.iter().map(|&m| if avg > 0.0 { m / avg } else { 0.0 }).collect();
+        UnitScores { name, scores }
+    }
+
+    /// The units whose score is at most `tau`, in order.
+    pub fn dormant(&self, tau: f32) -> Vec<usize> {
+        self.scores.iter().enumerate().filter(|&(_, &s)| s <= tau).map(|(i, _)| i).collect()
+    }
+
+    fn activity(&self) -> LayerActivity {
+        let dormant = TAUS.iter().map(|&tau| self.dormant(tau).len()).collect();
+        LayerActivity { name: self.name.clone(), units: self.scores.len(), dormant }
+    }
 }
 
 /// The τ-dormant units of every hidden ReLU layer of `model` (in inference mode: BatchNorm
 /// on its running statistics) on `positions`, boards of `size`, in the order of the
 /// forward pass.
 pub fn activity(model: &TakNet, positions: &[&Position], size: usize) -> Vec<LayerActivity> {
+    unit_scores(model, positions, size).iter().map(UnitScores::activity).collect()
+}
+
+/// Every hidden ReLU layer's [`UnitScores`] on `positions` (what [`activity`] counts).
+pub fn unit_scores(model: &TakNet, positions: &[&Position], size: usize) -> Vec<UnitScores> {
     let x = encode_batch(positions.iter().copied(), model.input_version(), size, &model.device());
     let mut out = Vec::new();
     let mut h = relu(model.stem_bn.forward(model.stem.forward(x)));
-    out.push(layer("stem".into(), per_unit(h.clone())));
+    out.push(UnitScores::of("stem".into(), per_unit(h.clone())));
     for (i, block) in model.blocks.iter().enumerate() {
         let (y, mid) = block.forward_traced(h);
-        out.push(layer(format!("block{}.conv1", i + 1), per_unit(mid)));
-        out.push(layer(format!("block{}", i + 1), per_unit(y.clone())));
+        out.push(UnitScores::of(format!("block{}.conv1", i + 1), per_unit(mid)));
+        out.push(UnitScores::of(format!("block{}", i + 1), per_unit(y.clone())));
         h = y;
     }
     let p = relu(model.policy_bn.forward(model.policy_conv.forward(h.clone())));
-    out.push(layer("policy_conv".into(), per_unit(p)));
+    out.push(UnitScores::of("policy_conv".into(), per_unit(p)));
     let v = relu(model.value_bn.forward(model.value_conv.forward(h)));
-    out.push(layer("value_conv".into(), per_unit(v.clone())));
+    out.push(UnitScores::of("value_conv".into(), per_unit(v.clone())));
     let [b, ..] = v.dims();
     let v: Tensor<2> = match model.value_head() {
         ValueHead::Dense => v.reshape([b as i32, -1]),
         ValueHead::Pool => global_pool(v),
     };
     let hidden = relu(model.value_fc1.forward(v));
-    out.push(layer("value_fc1".into(), per_unit(hidden)));
+    out.push(UnitScores::of("value_fc1".into(), per_unit(hidden)));
     out
+}
+
+/// The share of the blocks' first-convolution units (the hidden layers inside the
+/// residual blocks) that are τ-dormant at `tau`, in percent: the generation log's
+/// `dormant` column.
+pub fn dormant_block_percent(scores: &[UnitScores], tau: f32) -> f64 {
+    let hidden = scores.iter().filter(|l| l.name.ends_with(".conv1"));
+    let (d, u) = hidden.fold((0, 0), |(d, u), l| (d + l.dormant(tau).len(), u + l.scores.len()));
+    if u == 0 { 0.0 } else { 100.0 * d as f64 / u as f64 }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! - [`fold`]: [`TakNet::fold`], the network in inference form (`FoldedNet`).
 //! - [`train`]: the training step ([`Trainer`]); `optim`: the flat optimiser.
 //! - [`activity`]: ReDo's τ-dormant units of every hidden ReLU layer on a batch.
+//! - [`revive`]: ReDo's revival of those units (fresh weights in, zero weights out).
 //! - [`heads`]: every head of a network for a few positions, for analysis front ends.
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
 //! - [`weights`]: stored tensors checked against the architecture before loading.
@@ -27,6 +28,7 @@ pub mod heads;
 pub mod integrity;
 pub mod model;
 mod optim;
+pub mod revive;
 pub mod rows;
 pub mod train;
 pub mod weights;

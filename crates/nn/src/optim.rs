@@ -184,6 +184,36 @@ impl FlatOptimizer {
         }
     }
 
+    /// Forgets the state of the elements a revival rewrote (`crate::revive`): their
+    /// moments (or velocity) become zero, as a new weight's are, and the next update
+    /// reads the network's weights afresh. An error names a parameter this optimiser
+    /// does not have.
+    pub(crate) fn forget(&mut self, touched: &crate::revive::Touched) -> Result<(), TrainError> {
+        self.weights = None;
+        if self.first.is_none() && self.second.is_none() {
+            return Ok(());
+        }
+        let mut keep = vec![1.0f32; self.total];
+        for (path, elements) in &touched.0 {
+            let slot = self.slots.iter().find(|s| &s.path == path).ok_or_else(|| {
+                TrainError::OptimizerLayout(format!("a revival rewrote `{path}`, which the optimiser does not train"))
+            })?;
+            for &e in elements {
+                if e >= slot.len {
+                    return Err(TrainError::OptimizerLayout(format!(
+                        "a revival rewrote element {e} of `{path}`, which has {}",
+                        slot.len
+                    )));
+                }
+                keep[slot.offset + e] = 0.0;
+            }
+        }
+        let keep = Tensor::<1>::from_data(TensorData::new(keep, [self.total]), &self.device);
+        self.first = self.first.take().map(|m| m.mul(keep.clone()));
+        self.second = self.second.take().map(|v| v.mul(keep));
+        Ok(())
+    }
+
     /// The same optimiser without state (what a load starts from).
     fn fresh(&self) -> FlatOptimizer {
         FlatOptimizer {

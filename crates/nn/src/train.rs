@@ -262,6 +262,24 @@ impl Trainer {
         self.optim.load(path)
     }
 
+    /// Revives the units of the network that are τ-dormant at `tau` on `positions`
+    /// (ReDo, `crate::revive`): fresh incoming weights drawn from `seed`, zero outgoing
+    /// ones, so the network's outputs are unchanged; the optimiser forgets those weights'
+    /// moments. Returns what was revived.
+    pub fn revive_dormant(
+        &mut self,
+        positions: &[&Position],
+        tau: f32,
+        seed: u64,
+    ) -> Result<crate::revive::Revival, TrainError> {
+        let scores = crate::activity::unit_scores(&self.model(), positions, self.config.size);
+        let model = self.model.take().expect("model present");
+        let (model, revival, touched) = crate::revive::revive(model, &scores, tau, seed);
+        self.model = Some(model);
+        self.optim.forget(&touched)?;
+        Ok(revival)
+    }
+
     /// One optimisation step on `batch` at learning rate `lr`; an error if the step had
     /// to be skipped (see [`Trainer::try_step`]).
     pub fn step(&mut self, batch: &[TrainExample], lr: f64) -> Result<Losses, TrainError> {

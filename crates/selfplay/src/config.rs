@@ -101,6 +101,13 @@ pub struct SelfPlayConfig {
     /// single precision on the network (checked at start-up; otherwise single precision,
     /// with a warning); `wgsl:f32` and `wgsl:f16-pairs` name the other arithmetics.
     pub inference: bredon_infer::InferenceKind,
+    /// Arithmetic of the CPU fast path's residual blocks in self-play and evaluation games
+    /// (`auto`, `f32` or `int8`; `bredon --precision`): unset (the default) = what
+    /// `inference` says, whose own default is `auto` (8-bit integers where the CPU has
+    /// AVX-512 VNNI and the 8-bit pass agrees with f32 on the network, else f32). Only
+    /// for an `inference` with a fast path (`auto`, `fast`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<bredon_infer::PrecisionChoice>,
     /// Inference threads of self-play, each with its own copy of the network and a
     /// forward pass on one core; the games' requests are dealt out among them. 0 (the
     /// default) = one per thread of the process (`RAYON_NUM_THREADS`, else the cores) on
@@ -156,12 +163,20 @@ pub struct SelfPlayConfig {
 }
 
 impl SelfPlayConfig {
+    /// The forward pass of self-play: `inference` with `precision` applied.
+    pub fn inference_kind(&self) -> bredon_infer::InferenceKind {
+        match self.precision {
+            Some(p) => self.inference.with_precision(p).unwrap_or(self.inference),
+            None => self.inference,
+        }
+    }
+
     /// The inference threads self-play runs (see `inference_threads`): the setting, or for
     /// 0 one per thread of rayon's pool on the fast path and one on burn's; never more
     /// than the games played at once. `device` is where the network runs.
     pub fn inference_shards(&self, device: &bredon_nn::Device) -> usize {
         let n = match self.inference_threads {
-            0 => bredon_infer::auto_shards(self.inference, device),
+            0 => bredon_infer::auto_shards(self.inference_kind(), device),
             n => n,
         };
         n.clamp(1, self.concurrent_games.max(1))
@@ -198,7 +213,8 @@ impl Default for SelfPlayConfig {
             resign_threshold: 0.0,
             resign_playthrough: 0.1,
             max_inference_batch: 256,
-            inference: bredon_infer::InferenceKind::Auto,
+            inference: bredon_infer::InferenceKind::AUTO,
+            precision: None,
             inference_threads: 0,
             overlap: false,
             visits_ramp_generations: 0,
@@ -241,6 +257,19 @@ pub struct TrainConfig {
     /// Whether weight decay also applies to the one-dimensional parameters (BatchNorm
     /// scales and shifts, biases), or only to the convolutions' and dense layers' weights.
     pub decay_norms_and_biases: bool,
+    /// Revive dormant units (ReDo, `bredon_nn::revive`) every this many generations, just
+    /// before the generation's training steps: each hidden unit of the residual blocks and
+    /// the value head whose activity score on `revive_positions` positions of the replay
+    /// window is at most `revive_tau` gets fresh incoming weights and zero outgoing ones.
+    /// 0 = never (issue 71 measures whether it earns a place; the 6x6 run's dead
+    /// channels stay dead without it).
+    pub revive_every: u32,
+    /// ReDo's τ: a unit is dormant when its mean activation, over the layer's mean over its
+    /// units, is at most this (0 = it never fires; the paper's small value is 0.025).
+    pub revive_tau: f32,
+    /// Positions drawn from the replay window to score the units on, both for
+    /// `revive_every` and for each generation's `dormant` figure.
+    pub revive_positions: usize,
     /// `adam` or `sgd` (with momentum 0.9).
     pub optimizer: bredon_nn::OptimizerKind,
     /// Replay window: always at least this many samples (or all there are).
@@ -286,6 +315,9 @@ impl Default for TrainConfig {
             weight_decay: 1e-4,
             weight_decay_mode: bredon_nn::WeightDecayMode::L2,
             decay_norms_and_biases: true,
+            revive_every: 0,
+            revive_tau: 0.025,
+            revive_positions: 512,
             optimizer: bredon_nn::OptimizerKind::Adam,
             window_min: 20_000,
             window_max: 500_000,
@@ -475,6 +507,14 @@ impl RunConfig {
         if !(0.0..=1.0).contains(&s.full_search_prob) || !(0.0..=1.0).contains(&s.resign_playthrough) {
             invalid!("selfplay.full_search_prob and resign_playthrough are probabilities (0 to 1)");
         }
+        if let Some(p) = s.precision
+            && s.inference.with_precision(p).is_none()
+        {
+            invalid!(
+                "selfplay.precision = \"{p}\" sets the CPU fast path's arithmetic; selfplay.inference = \"{}\" has none",
+                s.inference
+            );
+        }
         if !(0.0..1.0).contains(&s.reanalyse) {
             invalid!("selfplay.reanalyse = {} must be in [0, 1): a run needs new games too", s.reanalyse);
         }
@@ -510,6 +550,15 @@ impl RunConfig {
         }
         if t.window_min == 0 || t.window_max < t.window_min {
             invalid!("train.window_min must be positive and at most train.window_max");
+        }
+        if !(0.0..1.0).contains(&t.revive_tau) {
+            invalid!(
+                "train.revive_tau = {} must be from 0 to below 1 (a unit's share of its layer's mean activity)",
+                t.revive_tau
+            );
+        }
+        if t.revive_positions == 0 || t.revive_positions > 65_536 {
+            invalid!("train.revive_positions = {} must be from 1 to 65536", t.revive_positions);
         }
         let search = &self.search;
         if search.gumbel_actions == 0 || search.gumbel_c_visit < 0.0 || search.gumbel_c_scale <= 0.0 {

@@ -8,7 +8,7 @@ use bredon_netform::NetConfig;
 use bredon_netform::meta::ModelMeta;
 use bredon_nn::train::{AuxTargets, OptimizerSettings, wdl_of_value};
 use bredon_nn::{StepOutcome, TrainExample, Trainer, load_model, save_model};
-use bredon_rules::Symmetry;
+use bredon_rules::{Position, Symmetry};
 use bredon_storage::fsutil::atomic_write_with;
 use rand::Rng;
 use std::path::Path;
@@ -58,7 +58,7 @@ impl Learner {
             trainer,
             net,
             half_komi: cfg.game.half_komi(),
-            inference: cfg.selfplay.inference,
+            inference: cfg.selfplay.inference_kind(),
             search_value_weight: cfg.train.search_value_weight as f32,
         }
     }
@@ -171,6 +171,12 @@ impl Learner {
         let service =
             InferenceService::start_sharded(self.trainer.model(), self.net.size, max_batch, self.inference, shards);
         Ok((Arc::new(service.handle()), service))
+    }
+
+    /// Revives the network's units that are τ-dormant at `tau` on `positions` (ReDo:
+    /// `bredon_nn::Trainer::revive_dormant`); `seed` draws their fresh weights.
+    pub fn revive(&mut self, positions: &[&Position], tau: f32, seed: u64) -> Result<bredon_nn::revive::Revival> {
+        Ok(self.trainer.revive_dormant(positions, tau, seed)?)
     }
 
     /// One training step on `samples`, each under a random board symmetry. A non-finite

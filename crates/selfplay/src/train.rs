@@ -168,7 +168,18 @@ pub struct GenerationSummary {
     pub dead_channels_percent: f64,
     /// The new network's weights at most 1e-6 in magnitude, in percent.
     pub tiny_weights_percent: f64,
+    /// The new network's τ-dormant units (τ = [`DORMANT_TAU`]) among the residual blocks'
+    /// first-convolution channels, on `[train] revive_positions` positions of the replay
+    /// window, in percent (`bredon_nn::activity`; 0 before the window has samples).
+    pub dormant_percent: f64,
+    /// Units revived (ReDo, `[train] revive_every`) before this generation's steps.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub revived_units: usize,
 }
+
+/// The τ of the generation log's `dormant` figure: ReDo's small threshold, whatever
+/// `[train] revive_tau` says, so that runs compare.
+pub const DORMANT_TAU: f32 = bredon_nn::activity::TAUS[1];
 
 impl GenerationSummary {
     /// The optional heads' mean losses as (log-line name, TensorBoard tag, loss); a loss
@@ -314,6 +325,19 @@ pub fn train(
             window_size: summary.window,
             steps: steps_for(cfg, summary.new_samples, total, had_games),
         };
+        // Positions of real play to score the network's units on (the same each time the
+        // generation is redone): ReDo's revival when due, the new network's `dormant` share.
+        let mut probe_rng = ChaCha8Rng::seed_from_u64(0x5eed_d0e5 ^ u64::from(generation.number()));
+        let probe = window.sample(summary.window, cfg.train.revive_positions, &mut probe_rng);
+        let probe: Vec<&bredon_rules::Position> = probe.iter().map(|s| &s.position).collect();
+        let every = cfg.train.revive_every;
+        if every > 0 && generation.number().is_multiple_of(every) && plan.steps > 0 && !probe.is_empty() {
+            let revival = learner.revive(&probe, cfg.train.revive_tau, u64::from(generation.number()))?;
+            summary.revived_units = revival.units();
+            if !opts.quiet || revival.units() > 0 {
+                eprintln!("{generation}: revived {revival} (τ = {})", cfg.train.revive_tau);
+            }
+        }
         let Some(trained) = train_phase(&ctx, &mut learner, &plan, &mut state)? else {
             // The partial generation's training is discarded; it is redone on resume.
             break;
@@ -323,6 +347,10 @@ pub fn train(
         let health = net_health(&learner.model().fold(cfg.game.size));
         summary.dead_channels_percent = health.dead_trunk_percent();
         summary.tiny_weights_percent = health.tiny_percent();
+        if !probe.is_empty() {
+            let scores = bredon_nn::activity::unit_scores(&learner.model(), &probe, cfg.game.size);
+            summary.dormant_percent = bredon_nn::activity::dormant_block_percent(&scores, DORMANT_TAU);
+        }
         // (3) Checkpoint.
         let next = generation.next();
         state.generation = next;
@@ -870,7 +898,10 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.search_us_per_eval > 0.0 {
         evals.push_str(&format!(" | search {:.0} us/eval", s.search_us_per_eval));
     }
-    evals.push_str(&format!(" | dead {:.1}%", s.dead_channels_percent));
+    evals.push_str(&format!(" | dead {:.1}% dormant {:.1}%", s.dead_channels_percent, s.dormant_percent));
+    if s.revived_units > 0 {
+        evals.push_str(&format!(" revived {}", s.revived_units));
+    }
     eprintln!(
         "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
@@ -912,6 +943,8 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("generation".into(), s.generation.number() as f64),
         ("health/dead_channels_percent".into(), s.dead_channels_percent),
         ("health/tiny_weights_percent".into(), s.tiny_weights_percent),
+        ("health/dormant_percent".into(), s.dormant_percent),
+        ("health/revived_units".into(), s.revived_units as f64),
     ];
     for (_, tag, l) in s.head_losses() {
         if l != 0.0 {

@@ -152,9 +152,9 @@ fn both_inference_paths_give_the_same_evaluations() {
     let cfg =
         NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
     let model = trained(&cfg, &positions, 5);
-    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::FAST);
+    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::FAST_F32);
     let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);
-    assert_eq!((fast.kind(), burn.kind()), (InferenceKind::FAST, InferenceKind::Burn));
+    assert_eq!((fast.kind(), burn.kind()), (InferenceKind::FAST_F32, InferenceKind::Burn));
     let ps = &positions[..40];
     let legal: Vec<Vec<_>> = ps.iter().map(|p| p.legal_moves()).collect();
     let refs: Vec<&Position> = ps.iter().collect();
@@ -190,9 +190,9 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
         ..NetConfig::default()
     };
     let model = trained(&cfg, &positions, 7);
-    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::FAST);
+    let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::FAST_F32);
     let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);
-    let lanes = NetEvaluator::with_lanes(model.clone(), 5, InferenceKind::FAST, 3);
+    let lanes = NetEvaluator::with_lanes(model.clone(), 5, InferenceKind::FAST_F32, 3);
     assert_eq!(lanes.lanes(), 3);
     let ps = &positions[..40];
     let legal: Vec<Vec<_>> = ps.iter().map(|p| p.legal_moves()).collect();
@@ -218,7 +218,7 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
     }
     // One copy on one core (`bredon tei --threads 1`): its passes run alone, with the
     // same answers; a plain single copy may use every thread of rayon's pool.
-    let one_core = NetEvaluator::on_cores(model.clone(), 5, InferenceKind::FAST, 1);
+    let one_core = NetEvaluator::on_cores(model.clone(), 5, InferenceKind::FAST_F32, 1);
     assert_eq!((one_core.lanes(), one_core.pass_threads()), (1, 1));
     assert_eq!((lanes.pass_threads(), fast.pass_threads()), (1, rayon::current_num_threads()));
     for (x, y) in a.iter().zip(&one_core.evaluate_batch(&refs, &lrefs)) {
@@ -226,6 +226,6 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
     }
     // A network without those heads gives neither.
     let plain = trained(&NetConfig { wdl: false, aux: false, ..cfg }, &positions, 8);
-    let e = NetEvaluator::with_kind(plain, 5, InferenceKind::FAST).evaluate_batch(&refs[..2], &lrefs[..2]);
+    let e = NetEvaluator::with_kind(plain, 5, InferenceKind::FAST_F32).evaluate_batch(&refs[..2], &lrefs[..2]);
     assert!(e.iter().all(|x| x.draw.is_none() && x.margin.is_none()));
 }

@@ -3,9 +3,9 @@
 //! precision on the shipped networks.
 
 use crate::common::{self, random_positions, trained, with_random_tensors};
+use bredon_infer::Agreement;
 use bredon_kernels::fast::{FastNet, Isa};
 use bredon_kernels::{Precision, Scalars};
-use bredon_netform::policy::masked_softmax;
 use bredon_netform::{NetConfig, ValueHead};
 use bredon_nn::load_exported;
 use bredon_rules::Position;
@@ -91,52 +91,13 @@ fn the_vnni_kernel_computes_what_the_portable_one_does() {
     }
 }
 
-/// How far 8-bit outputs are from single precision's over some positions.
-#[derive(Debug)]
-#[allow(dead_code)] // printed whole; the test bounds some of the fields
-struct Agreement {
-    positions: usize,
-    value_p99: f32,
-    value_max: f32,
-    same_top_move: f64,
-    mean_kl: f64,
-}
-
+/// How far 8-bit outputs (on `int8_isa`) are from single precision's over `positions`.
 fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int8_isa: Isa) -> Agreement {
     let folded = model.fold(size);
     let exact = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
     let int8 = FastNet::with_precision(&folded, int8_isa, Precision::Int8);
     assert_eq!(int8.precision(), Precision::Int8);
-    let mut dv = Vec::new();
-    let (mut same, mut kl) = (0usize, 0.0f64);
-    for chunk in positions.chunks(256) {
-        let (el, es) = outputs(&exact, chunk);
-        let (ql, qs) = outputs(&int8, chunk);
-        let per = el.len() / chunk.len();
-        for (i, pos) in chunk.iter().enumerate() {
-            dv.push((es.values[i] - qs.values[i]).abs());
-            let legal = pos.legal_moves();
-            let p = masked_softmax(&el[i * per..(i + 1) * per], &legal, size);
-            let q = masked_softmax(&ql[i * per..(i + 1) * per], &legal, size);
-            let top = |v: &[f32]| v.iter().enumerate().fold(0, |b, (j, &x)| if x > v[b] { j } else { b });
-            same += usize::from(top(&p) == top(&q));
-            kl += p
-                .iter()
-                .zip(&q)
-                .filter(|(a, _)| **a > 0.0)
-                .map(|(&a, &b)| a as f64 * (a as f64 / (b as f64).max(1e-30)).ln())
-                .sum::<f64>();
-        }
-    }
-    dv.sort_by(f32::total_cmp);
-    let n = positions.len();
-    Agreement {
-        positions: n,
-        value_p99: dv[(n * 99 / 100).min(n - 1)],
-        value_max: dv[n - 1],
-        same_top_move: same as f64 / n as f64,
-        mean_kl: kl / n as f64,
-    }
+    bredon_infer::precision::agreement(&exact, &int8, positions)
 }
 
 /// On the shipped 4x4, 5x5 and 6x6 networks, over the reference games' positions (5x5)
@@ -168,4 +129,35 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
         assert!(a.same_top_move >= 0.98, "{name}: {a:?}");
         assert!(a.mean_kl <= 0.01, "{name}: {a:?}");
     }
+}
+
+/// `auto` runs the shipped networks in 8 bits where the CPU has VNNI (they pass its check
+/// by a wide margin), in f32 elsewhere, and always says nothing on the way; a network
+/// whose 8-bit pass is far off stays in f32 and says why.
+#[test]
+fn auto_picks_int8_where_it_is_native_and_agrees() {
+    use bredon_infer::PrecisionChoice;
+    use bredon_infer::precision::fast_net;
+    let native = vnni_or_say_so("auto_picks_int8_where_it_is_native_and_agrees");
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let (model, meta) = load_exported(&shipped).unwrap();
+    let folded = model.fold(meta.size);
+    let (net, why) = fast_net(&folded, PrecisionChoice::Auto);
+    assert_eq!(why, None);
+    assert_eq!(net.precision(), if native { Precision::Int8 } else { Precision::F32 });
+    let (net, why) = fast_net(&folded, PrecisionChoice::Exactly(Precision::F32));
+    assert_eq!((net.precision(), why), (Precision::F32, None));
+    let (net, why) = fast_net(&folded, PrecisionChoice::Exactly(Precision::Int8));
+    assert_eq!(net.precision(), if native { Precision::Int8 } else { Precision::F32 });
+    assert_eq!(why.is_some(), !native, "{why:?}");
+    // The check itself: the same network against itself agrees exactly; against a network
+    // with other weights it does not pass.
+    let positions = random_positions(meta.size, 64, 3);
+    let exact = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
+    let same = bredon_infer::precision::agreement(&exact, &exact, &positions);
+    assert!(same.good_enough() && same.value_max == 0.0 && same.policy_tv == 0.0, "{same:?}");
+    let other = bredon_nn::TakNet::new(&meta.net, &bredon_nn::device::cpu()).fold(meta.size);
+    let other = FastNet::with_precision(&other, Isa::detect(), Precision::F32);
+    let far = bredon_infer::precision::agreement(&exact, &other, &positions);
+    assert!(!far.good_enough(), "{far:?}");
 }

@@ -263,7 +263,7 @@ fn batching_service_matches_direct_evaluation_across_threads() {
     // burn's path, which computes the priors over each position's legal moves on the
     // device (gathered from the logits, padded to the batch's widest position) and sends
     // back only those.
-    for (kind, shards) in [(InferenceKind::FAST, 1), (InferenceKind::FAST, 3), (InferenceKind::Burn, 1)] {
+    for (kind, shards) in [(InferenceKind::FAST_F32, 1), (InferenceKind::FAST_F32, 3), (InferenceKind::Burn, 1)] {
         let service = InferenceService::start_sharded(trainer.model(), 5, 64, kind, shards);
         assert_eq!(service.shards(), shards);
         std::thread::scope(|scope| {

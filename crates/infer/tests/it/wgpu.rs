@@ -192,7 +192,7 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     use bredon_infer::InferenceKind;
     // On a wgpu device `auto` is these kernels; burn's pass is there when asked for.
     assert_eq!(InferenceKind::WGSL.resolve_for(&wgpu()), InferenceKind::WGSL);
-    assert_eq!(InferenceKind::Auto.resolve_for(&wgpu()), InferenceKind::WGSL);
+    assert_eq!(InferenceKind::AUTO.resolve_for(&wgpu()), InferenceKind::WGSL);
     assert_eq!(InferenceKind::Burn.resolve_for(&wgpu()), InferenceKind::Burn);
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
     assert_wgsl_agrees(&m6, &random_positions(6, 156, 61), 6, &[1, 3, 37, 70, 45], "shipped 6x6");
@@ -291,7 +291,7 @@ fn a_network_the_wgsl_kernels_cannot_run_falls_back_to_burn() {
         .err()
         .expect("an error for 68 pooled channels");
     assert!(e.to_string().contains("global pooling of 68 channels"), "{e}");
-    let engine = Engine::new(model.to_device(&wgpu()), 3, InferenceKind::Auto);
+    let engine = Engine::new(model.to_device(&wgpu()), 3, InferenceKind::AUTO);
     assert_eq!(engine.kind(), InferenceKind::Burn);
     let pos = Position::new(3).unwrap();
     let legal = pos.legal_moves();
@@ -314,7 +314,7 @@ fn service_gives_the_cpu_priors(kind: bredon_infer::InferenceKind) {
     use bredon_mcts::Evaluator;
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
-    let cpu = bredon_infer::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::FAST);
+    let cpu = bredon_infer::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::FAST_F32);
     let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, kind);
     let sets: Vec<Vec<Position>> = (0..4).map(|i| random_positions(6, 12 + 5 * i, 40 + i as u64)).collect();
     std::thread::scope(|scope| {
