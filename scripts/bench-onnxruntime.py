@@ -10,9 +10,14 @@ the same batch sizes, and prints positions/s in one table.
     scripts/bench-onnxruntime.py --net 5:6:64 --batches 1,64 --seconds 5
 
 Needs `python3 -m pip install onnxruntime` and a release build (`cargo build --release`).
+
+For one network in every peer runtime (onnxruntime, OpenVINO f32/bf16, PyTorch bf16) at
+their best settings, with each one's agreement with Bredon's outputs, see
+`scripts/bench-peers.py`.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,7 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def bredon_rates(bredon, net, batches, seconds, onnx_path):
-    """Runs `bredon bench nn` for one net; returns {batch: (fast, burn)} and the net name."""
+    """Runs `bredon bench nn` for one net; returns the net name, the fast kernels' ISA and
+    {batch: {column: rate}} with the columns of its main table (`fast:f32`, `fast:int8`
+    where the CPU runs 8-bit integers, `burn`)."""
     cmd = [bredon, "bench", "nn", "--batches", ",".join(map(str, batches)), "--seconds", str(seconds), "--onnx", onnx_path]
     if net.startswith("model:"):
         cmd += ["--model", net[len("model:"):]]
@@ -30,15 +37,24 @@ def bredon_rates(bredon, net, batches, seconds, onnx_path):
         size, blocks, channels = net.split(":")
         cmd += ["--sizes", size, "--blocks", blocks, "--channels", channels]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    rates, name, isa = {}, None, "?"
+    rates, name, isa, cols = {}, None, "?", []
     for line in out.splitlines():
+        if line.startswith("#") and rates:
+            break  # the phase-by-phase table that follows the main one
         if line.startswith("size"):
-            isa = line.rsplit("kernels:", 1)[-1].strip(" )")
+            isa = line.split("fast kernels on the CPU:", 1)[-1].split(";")[0].strip(" )")
+            words = line.split("    (", 1)[0].split()[3:]
+            cols = []
+            for w in words:  # "fast:f32 x2/s" (batches in flight) is one column
+                if re.fullmatch(r"x\d+/s", w) and cols:
+                    cols[-1] += " " + w[:-2]
+                else:
+                    cols.append(w[:-2] if w.endswith("/s") else w)
             continue
         parts = line.split()
-        if len(parts) >= 5 and parts[0][0].isdigit():
+        if cols and len(parts) >= 3 + len(cols) and parts[0][0].isdigit():
             name = f"{parts[0]} {parts[1]}"
-            rates[int(parts[2])] = (float(parts[3]), float(parts[4]))
+            rates[int(parts[2])] = dict(zip(cols, map(float, parts[3:3 + len(cols)])))
     return name, isa, rates
 
 
@@ -74,21 +90,27 @@ def main():
         sys.exit(f"{args.bredon} not found: cargo build --release")
     nets = args.net or [f"model:{os.path.join(ROOT, 'checkpoints', 'shipped', '4x4.bredon')}", "6:6:64"]
     batches = [int(b) for b in args.batches.split(",")]
+    print("(scripts/bench-peers.py times one network in every peer runtime, with agreement checks)", file=sys.stderr)
     print(f"onnxruntime {ort.__version__}, {args.threads} threads; {args.seconds:g} s per measurement; positions/s")
-    print(f"{'net':<14} {'batch':>5} {'bredon fast':>12} {'bredon burn':>12} {'onnxruntime':>12} {'fast/ort':>9}")
+    print(f"{'net':<14} {'batch':>5} {'bredon f32':>11} {'bredon int8':>12} {'bredon burn':>12} {'onnxruntime':>12} {'f32/ort':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         for k, net in enumerate(nets):
             onnx_path = os.path.join(tmp, f"net{k}.onnx")
             name, isa, rates = bredon_rates(args.bredon, net, batches, args.seconds, onnx_path)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = args.threads
+            opts.inter_op_num_threads = 1
+            opts.add_session_config_entry("session.set_denormal_as_zero", "1")  # as Bredon's kernels do
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
             size = session.get_inputs()[0].shape[2]
             for b in batches:
-                fast, burn = rates[b]
+                r = rates[b]
+                fast, int8, burn = r.get("fast:f32", r.get("fast")), r.get("fast:int8"), r.get("burn")
                 o = ort_rate(session, size, b, args.seconds)
-                print(f"{name:<14} {b:>5} {fast:>12.0f} {burn:>12.0f} {o:>12.0f} {fast / o:>8.2f}x", flush=True)
+                cell = lambda x, w: f"{x:>{w}.0f}" if x is not None else f"{'-':>{w}}"
+                print(f"{name:<14} {b:>5} {cell(fast, 11)} {cell(int8, 12)} {cell(burn, 12)} {o:>12.0f} "
+                      + (f"{fast / o:>7.2f}x" if fast else f"{'-':>8}"), flush=True)
     print(f"(bredon fast kernels: {isa})")
 
 

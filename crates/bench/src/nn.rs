@@ -62,6 +62,57 @@ pub fn forward_rate(engine: &Engine, positions: &[Position], batch: usize, secon
     done as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Positions per second of `kind` (a fast CPU path) with `streams` batches in flight at
+/// once, each on its own core with its own copy of the network, as self-play's inference
+/// threads run them: the figure to set beside a peer's throughput mode (OpenVINO's
+/// `THROUGHPUT` hint with one request in flight per core), where [`forward_rate`] is its
+/// latency mode (one call at a time, split over the cores).
+pub fn streams_rate(
+    model: &TakNet,
+    size: usize,
+    kind: InferenceKind,
+    positions: &[Position],
+    batch: usize,
+    streams: usize,
+    seconds: f64,
+) -> f64 {
+    let streams = streams.max(1);
+    let evaluator = bredon_infer::NetEvaluator::on_cores(model.clone(), size, kind, streams);
+    let refs: Vec<&Position> = positions.iter().collect();
+    let legal = legal_moves(positions);
+    let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_slice()).collect();
+    let batch = batch.max(1).min(refs.len());
+    let span = refs.len() - batch + 1;
+    // Warm up every copy (allocations, each core's pool).
+    for _ in 0..streams {
+        let _ = bredon_mcts::Evaluator::evaluate_batch(&evaluator, &refs[..batch], &legal[..batch]);
+    }
+    let start = Instant::now();
+    let done: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..streams)
+            .map(|w| {
+                let (evaluator, refs, legal) = (&evaluator, &refs, &legal);
+                scope.spawn(move || {
+                    let (mut done, mut i) = (0usize, w);
+                    while start.elapsed().as_secs_f64() < seconds || done == 0 {
+                        let lo = (i * batch) % span;
+                        let _ = bredon_mcts::Evaluator::evaluate_batch(
+                            evaluator,
+                            &refs[lo..lo + batch],
+                            &legal[lo..lo + batch],
+                        );
+                        done += batch;
+                        i += streams;
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers.into_iter().map(|h| h.join().expect("a benchmark stream panicked")).sum()
+    });
+    done as f64 / start.elapsed().as_secs_f64()
+}
+
 /// [`forward_rate`] of the WGSL kernels with two passes in flight, as the batching service
 /// runs them: the next pass is encoded and launched before the previous one is read back.
 #[cfg(feature = "wgpu")]
@@ -138,6 +189,9 @@ pub struct RateRow {
     /// Positions/s of each WGSL path with two passes in flight (empty in a build without
     /// the `wgpu` feature or without WGSL paths).
     pub pipelined: Vec<f64>,
+    /// Positions/s of each fast CPU path with `streams` batches in flight, one a core
+    /// ([`streams_rate`]; empty when `streams` is 1 or there is no fast path).
+    pub streams: Vec<f64>,
     /// The path each of the kinds asked for ran as (`fast` in `auto` precision as
     /// `fast:int8` or `fast:f32`, a WGSL path that could not start as `burn`).
     pub ran: Vec<InferenceKind>,
@@ -168,14 +222,16 @@ impl PhaseRow {
 }
 
 /// The throughput table: every network of `models` by every path of `kinds` at every
-/// batch of `batches`, for about `seconds` each, handing each row to `on_row` as soon as
-/// it is measured. Returns the pass-by-phase rows measured along the way (burn's passes
+/// batch of `batches`, for about `seconds` each (and each fast CPU path again with
+/// `streams` batches in flight when `streams` > 1), handing each row to `on_row` as soon
+/// as it is measured. Returns the pass-by-phase rows measured along the way (burn's passes
 /// where `kinds` holds `burn`, and the WGSL kernels' with the `wgpu` feature).
 pub fn forward_table(
     models: &[(TakNet, ModelMeta)],
     kinds: &[InferenceKind],
     batches: &[usize],
     seconds: f64,
+    streams: usize,
     on_row: &mut dyn FnMut(&RateRow),
 ) -> Result<Vec<PhaseRow>, BenchError> {
     let mut breakdown = Vec::new();
@@ -194,8 +250,16 @@ pub fn forward_table(
                     pipelined.push(pipelined_rate(w, &positions, batch, seconds)?);
                 }
             }
-            let ran = engines.iter().map(Engine::kind).collect();
-            on_row(&RateRow { size, net: net.clone(), batch, rates, pipelined, ran });
+            let ran: Vec<InferenceKind> = engines.iter().map(Engine::kind).collect();
+            let streams = if streams > 1 {
+                ran.iter()
+                    .filter(|k| matches!(k, InferenceKind::Fast(_)))
+                    .map(|&k| streams_rate(model, size, k, &positions, batch, streams, seconds))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            on_row(&RateRow { size, net: net.clone(), batch, rates, pipelined, streams, ran });
             let row = |policy: String, times: PassTimes| PhaseRow { size, net: net.clone(), batch, policy, times };
             if kinds.contains(&InferenceKind::Burn) {
                 for readback in [PolicyReadback::Logits, PolicyReadback::LegalPriors] {

@@ -72,6 +72,12 @@ pub struct NnArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
+    /// Also measure each fast CPU path with this many batches in flight, each on its own
+    /// core with its own copy of the network, as self-play runs them (a peer's
+    /// throughput mode; the main columns are one call at a time over all cores). 0 (the
+    /// default) = one per core of the pool (`RAYON_NUM_THREADS`, else the cores); 1 = off.
+    #[arg(long, default_value_t = 0)]
+    pub streams: usize,
     /// Measure this model (a `bredon export` file or a checkpoint directory) instead of
     /// fresh networks (the network options above are then ignored).
     #[arg(long)]
@@ -204,30 +210,50 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     if wgsl {
         print!(" {:>12}", "wgsl x2/s");
     }
+    let streams = if args.streams == 0 {
+        bredon_infer::auto_shards(InferenceKind::FAST, &bredon_nn::device::cpu())
+    } else {
+        args.streams
+    };
+    let fast_kinds: Vec<&InferenceKind> = kinds.iter().filter(|k| matches!(k, InferenceKind::Fast(_))).collect();
+    if streams > 1 {
+        for k in &fast_kinds {
+            print!(" {:>14}", format!("{k} x{streams}/s"));
+        }
+    }
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
     let int8 = if bredon_kernels::Precision::Int8.is_native() { "int8 on AVX-512 VNNI" } else { "no int8 units" };
     println!(
-        "    (positions/s; fast kernels on the CPU: {isa}, {int8}; burn{} on {})",
+        "    (positions/s; fast kernels on the CPU: {isa}, {int8}; burn{} on {}{})",
         if wgsl { " and wgsl (x2: two passes in flight)" } else { "" },
-        compute.choice
+        compute.choice,
+        if streams > 1 && !fast_kinds.is_empty() {
+            "; fast xN: N batches in flight, one a core, as self-play runs them".to_string()
+        } else {
+            String::new()
+        }
     );
-    let breakdown = bredon_bench::nn::forward_table(&models, &kinds, &args.batches, args.seconds, &mut |row| {
-        print!("{:<6} {:<18} {:>6}", format!("{0}x{0}", row.size), row.net, row.batch);
-        for r in row.rates.iter().chain(&row.pipelined) {
-            print!(" {r:>12.0}");
-        }
-        if row.rates.len() == 2 {
-            print!(" {:>9.2}x", row.rates[0] / row.rates[1]);
-        }
-        let renamed: Vec<String> =
-            kinds.iter().zip(&row.ran).filter(|(k, r)| k != r).map(|(k, r)| format!("{k} ran as {r}")).collect();
-        if !renamed.is_empty() {
-            print!("    ({})", renamed.join(", "));
-        }
-        println!();
-    })?;
+    let breakdown =
+        bredon_bench::nn::forward_table(&models, &kinds, &args.batches, args.seconds, streams, &mut |row| {
+            print!("{:<6} {:<18} {:>6}", format!("{0}x{0}", row.size), row.net, row.batch);
+            for r in row.rates.iter().chain(&row.pipelined) {
+                print!(" {r:>12.0}");
+            }
+            for r in &row.streams {
+                print!(" {r:>14.0}");
+            }
+            if row.rates.len() == 2 {
+                print!(" {:>9.2}x", row.rates[0] / row.rates[1]);
+            }
+            let renamed: Vec<String> =
+                kinds.iter().zip(&row.ran).filter(|(k, r)| k != r).map(|(k, r)| format!("{k} ran as {r}")).collect();
+            if !renamed.is_empty() {
+                print!("    ({})", renamed.join(", "));
+            }
+            println!();
+        })?;
     #[cfg(feature = "wgpu")]
     let arithmetics = if wgsl { wgsl_arithmetics(args, &models)? } else { Vec::new() };
     if !breakdown.is_empty() {
