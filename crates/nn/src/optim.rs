@@ -184,17 +184,18 @@ impl FlatOptimizer {
         }
     }
 
-    /// Forgets the state of the elements a revival rewrote (`crate::revive`): their
+    /// Forgets the state of the elements a revival rewrote (`crate::revive`; by parameter
+    /// path, the element indices within it): their
     /// moments (or velocity) become zero, as a new weight's are, and the next update
     /// reads the network's weights afresh. An error names a parameter this optimiser
     /// does not have.
-    pub(crate) fn forget(&mut self, touched: &crate::revive::Touched) -> Result<(), TrainError> {
+    pub(crate) fn forget(&mut self, touched: &[(String, Vec<usize>)]) -> Result<(), TrainError> {
         self.weights = None;
         if self.first.is_none() && self.second.is_none() {
             return Ok(());
         }
         let mut keep = vec![1.0f32; self.total];
-        for (path, elements) in &touched.0 {
+        for (path, elements) in touched {
             let slot = self.slots.iter().find(|s| &s.path == path).ok_or_else(|| {
                 TrainError::OptimizerLayout(format!("a revival rewrote `{path}`, which the optimiser does not train"))
             })?;

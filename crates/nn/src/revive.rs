@@ -28,8 +28,10 @@ use rand_chacha::ChaCha8Rng;
 
 use bredon_netform::config::ValueHead;
 
-use crate::activity::UnitScores;
+use crate::activity::{UnitScores, unit_scores};
 use crate::model::TakNet;
+use crate::train::{TrainError, Trainer};
+use bredon_rules::Position;
 
 /// The units one layer got back.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -62,6 +64,21 @@ impl std::fmt::Display for Revival {
         }
         let each: Vec<String> = self.layers.iter().map(|l| format!("{} {}", l.name, l.units.len())).collect();
         write!(f, "{} units ({})", self.units(), each.join(", "))
+    }
+}
+
+impl Trainer {
+    /// Revives the units of the network that are τ-dormant at `tau` on `positions`
+    /// (ReDo, this module): fresh incoming weights drawn from `seed`, zero outgoing ones, so
+    /// the network's outputs are unchanged but for the pooled-bias path the module's docs
+    /// describe; the optimiser forgets those weights' moments. Returns what was revived.
+    pub fn revive_dormant(&mut self, positions: &[&Position], tau: f32, seed: u64) -> Result<Revival, TrainError> {
+        let scores = unit_scores(&self.model(), positions, self.config.size);
+        let model = self.model.take().expect("model present");
+        let (model, revival, touched) = revive(model, &scores, tau, seed);
+        self.model = Some(model);
+        self.optim.forget(&touched.0)?;
+        Ok(revival)
     }
 }
 

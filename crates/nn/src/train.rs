@@ -144,8 +144,8 @@ pub enum StepOutcome {
 pub struct Trainer {
     /// Architecture (size set).
     pub config: NetConfig,
-    model: Option<TakNet>,
-    optim: FlatOptimizer,
+    pub(crate) model: Option<TakNet>,
+    pub(crate) optim: FlatOptimizer,
     settings: OptimizerSettings,
     device: Device,
     /// How the step computes the convolutions (resolved on `device`).
@@ -260,24 +260,6 @@ impl Trainer {
     /// `ModuleOptimizer`, as runs did before the flat optimiser).
     pub fn load_optimizer(&mut self, path: &std::path::Path) -> Result<(), TrainError> {
         self.optim.load(path)
-    }
-
-    /// Revives the units of the network that are τ-dormant at `tau` on `positions`
-    /// (ReDo, `crate::revive`): fresh incoming weights drawn from `seed`, zero outgoing
-    /// ones, so the network's outputs are unchanged; the optimiser forgets those weights'
-    /// moments. Returns what was revived.
-    pub fn revive_dormant(
-        &mut self,
-        positions: &[&Position],
-        tau: f32,
-        seed: u64,
-    ) -> Result<crate::revive::Revival, TrainError> {
-        let scores = crate::activity::unit_scores(&self.model(), positions, self.config.size);
-        let model = self.model.take().expect("model present");
-        let (model, revival, touched) = crate::revive::revive(model, &scores, tau, seed);
-        self.model = Some(model);
-        self.optim.forget(&touched)?;
-        Ok(revival)
     }
 
     /// One optimisation step on `batch` at learning rate `lr`; an error if the step had
