@@ -344,11 +344,13 @@ pub fn train(
         };
         trained.summarise(&mut summary, cfg.train.batch_size);
         summary.step = state.step;
-        let health = net_health(&learner.model().fold(cfg.game.size));
+        // The new network once, for both health figures.
+        let model = learner.model();
+        let health = net_health(&model.fold(cfg.game.size));
         summary.dead_channels_percent = health.dead_trunk_percent();
         summary.tiny_weights_percent = health.tiny_percent();
         if !probe.is_empty() {
-            let scores = bredon_nn::activity::unit_scores(&learner.model(), &probe, cfg.game.size);
+            let scores = bredon_nn::activity::unit_scores(&model, &probe, cfg.game.size);
             summary.dormant_percent = bredon_nn::activity::dormant_block_percent(&scores, DORMANT_TAU);
         }
         // (3) Checkpoint.
