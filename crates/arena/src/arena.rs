@@ -421,7 +421,7 @@ pub fn entrants_from_specs(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            s.entrant(config.default_limits(), config.seed.wrapping_add(i as u64 * 0x9E37_79B9), compute)
+            s.entrant(config.size, config.default_limits(), config.seed.wrapping_add(i as u64 * 0x9E37_79B9), compute)
                 .map_err(|source| ArenaError::Player { index: i + 1, source })
         })
         .collect()

@@ -131,6 +131,17 @@ pub enum SpecErrorKind {
         /// What is wrong (`a uniform player needs at least 1 visit`).
         &'static str,
     ),
+    /// The network of a `checkpoint:PATH` player has layers sized by the board it was
+    /// trained on, and the match is on another size.
+    #[error("{} is a {trained}x{trained} network with layers sized by its board; it cannot play {size}x{size}", path.display())]
+    OtherSize {
+        /// The model file or checkpoint directory.
+        path: PathBuf,
+        /// The size it was trained on.
+        trained: usize,
+        /// The match's size.
+        size: usize,
+    },
     /// The network of a `checkpoint:PATH` player could not be loaded.
     #[error("cannot load the network {}", path.display())]
     Checkpoint {

@@ -263,10 +263,18 @@ impl PlayerSpec {
         }
     }
 
-    /// Turns the spec into an [`Entrant`]. `default_limits` applies to players that do not
-    /// set their own; `seed` seeds players that have no seed of their own; networks run
-    /// on `compute`.
-    pub fn entrant(&self, default_limits: MoveLimits, seed: u64, compute: &Compute) -> Result<Entrant, SpecError> {
+    /// Turns the spec into an [`Entrant`] for games on `size` boards. `default_limits`
+    /// applies to players that do not set their own; `seed` seeds players that have no
+    /// seed of their own; networks run on `compute`. A network trained on another size
+    /// plays `size` when none of its layers is sized by its board (carried there by
+    /// [`bredon_nn::TakNet::on_size`]); else it is refused.
+    pub fn entrant(
+        &self,
+        size: usize,
+        default_limits: MoveLimits,
+        seed: u64,
+        compute: &Compute,
+    ) -> Result<Entrant, SpecError> {
         let name = self.name();
         match self.clone() {
             PlayerSpec::Random { seed: s, .. } => {
@@ -332,6 +340,11 @@ impl PlayerSpec {
                 let (model, meta) = bredon_nn::load_exported(&path).map_err(|e| {
                     SpecError::new(&name, SpecErrorKind::Checkpoint { path: path.clone(), source: Box::new(e) })
                 })?;
+                let trained = bredon_netform::NetConfig { size: meta.size, ..meta.net.clone() };
+                let Some((model, _)) = model.on_size(&trained, size) else {
+                    let kind = SpecErrorKind::OtherSize { path: path.clone(), trained: meta.size, size };
+                    return Err(SpecError::new(&name, kind));
+                };
                 // One copy of the network per search thread, so that they evaluate side by side.
                 let lanes = settings.config().threads;
                 // Behind an evaluation cache that the player's games share: a transposition
@@ -345,7 +358,7 @@ impl PlayerSpec {
                     None => compute,
                 };
                 let evaluator: Arc<dyn bredon_mcts::Evaluator> = Arc::new(bredon_mcts::CachedEvaluator::new(
-                    compute.evaluator(model, meta.size, lanes),
+                    compute.evaluator(model, size, lanes),
                     CHECKPOINT_EVAL_CACHE_BYTES,
                 ));
                 let limits = match visits {
@@ -673,9 +686,33 @@ mod tests {
     }
 
     #[test]
+    fn a_network_plays_another_size_only_when_no_layer_is_sized_by_its_board() {
+        let shipped =
+            |name: &str| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped").join(name);
+        // The dense 4x4 network in a 5x5 match: a clear error before any game.
+        let spec: PlayerSpec = format!("checkpoint:{}", shipped("4x4.bredon").display()).parse().unwrap();
+        let e = spec.entrant(5, MoveLimits::nodes(10), 0, &Compute::cpu()).expect_err("refused");
+        assert!(matches!(e.kind, SpecErrorKind::OtherSize { trained: 4, size: 5, .. }), "{e:?}");
+        assert!(e.to_string().contains("cannot play 5x5"), "{e}");
+        // The 5x5 network (convolutional policy, pooled value) plays 7x7 legal moves.
+        let spec: PlayerSpec = format!("checkpoint:{};visits=8", shipped("5x5.bredon").display()).parse().unwrap();
+        let entrant = spec.entrant(7, MoveLimits::nodes(8), 0, &Compute::cpu()).unwrap();
+        let mut player = (entrant.factory)().unwrap();
+        let opts = bredon_rules::GameOptions::new(7);
+        player.new_game(opts).unwrap();
+        let mut pos = bredon_rules::Position::with_options(opts).unwrap();
+        let mut history = Vec::new();
+        for _ in 0..6 {
+            let mv = player.choose_move(&pos, &history, &MoveLimits::nodes(8)).unwrap();
+            pos.play(mv).unwrap();
+            history.push(mv);
+        }
+    }
+
+    #[test]
     fn missing_checkpoint_is_a_clear_error() {
         let spec: PlayerSpec = "checkpoint:no-such-model.bredon".parse().unwrap();
-        let e = spec.entrant(MoveLimits::nodes(10), 0, &Compute::cpu()).unwrap_err();
+        let e = spec.entrant(4, MoveLimits::nodes(10), 0, &Compute::cpu()).unwrap_err();
         assert!(
             matches!(&e.kind, SpecErrorKind::Checkpoint { path, .. } if path.ends_with("no-such-model.bredon")),
             "{e:?}"
@@ -727,7 +764,7 @@ mod tests {
         assert!(matches!(err("random;name="), SpecErrorKind::EmptyName));
         let uniform0 = PlayerSpec::Uniform { visits: 0, seed: None, name: None, settings: SearchSettings::default() };
         assert!(matches!(
-            uniform0.entrant(MoveLimits::nodes(1), 0, &Compute::cpu()),
+            uniform0.entrant(4, MoveLimits::nodes(1), 0, &Compute::cpu()),
             Err(SpecError { spec, kind: SpecErrorKind::Invalid(_) }) if spec == "uniform-0"
         ));
     }

@@ -1,9 +1,10 @@
 //! Loading a model given on the command line into an evaluator for the search.
 
 use anyhow::{Result, bail};
-use bredon_infer::Compute;
+use bredon_infer::{Compute, NetEvaluator};
 use bredon_mcts::{CachedEvaluator, Evaluator, UniformEvaluator};
 use bredon_netform::meta::ModelMeta;
+use bredon_nn::checkpoint::read_exported_meta;
 use bredon_nn::load_exported;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,10 +63,7 @@ pub fn load(path: Option<&Path>, size: Option<usize>, lanes: Lanes, compute: &Co
     {
         bail!("{} is a {}x{} model, not {s}x{s}", path.display(), meta.size, meta.size);
     }
-    let evaluator = match lanes {
-        Lanes::One => compute.evaluator(model, meta.size, 1),
-        Lanes::Cores(n) => compute.evaluator_on_cores(model, meta.size, n),
-    };
+    let evaluator = evaluator_for(model, meta.size, lanes, compute);
     Ok(LoadedModel { evaluator: Arc::new(evaluator), meta: Some(meta) })
 }
 
@@ -111,51 +109,90 @@ pub fn load_or_default(
     Ok((load(path.as_deref(), Some(size), lanes, compute)?, path))
 }
 
-/// Networks by board size, for an engine that plays games of several sizes (a TEI engine
-/// told the size by `teinewgame`).
+/// Model files by board size, for an engine that plays games of several sizes (a TEI
+/// engine told the size by `teinewgame`). Only their metadata is read here (checksums
+/// verified): the networks are built when a game needs them, so that startup time and
+/// memory do not grow with the sizes on offer.
 #[derive(Default)]
-pub struct ModelSet {
-    by_size: BTreeMap<usize, (PathBuf, LoadedModel)>,
+pub struct ModelFiles {
+    by_size: BTreeMap<usize, (PathBuf, ModelMeta)>,
 }
 
-impl ModelSet {
-    /// Loads each file (`lanes` copies of each network); two models for the same board size are an error.
-    pub fn load(paths: &[PathBuf], lanes: Lanes, compute: &Compute) -> Result<ModelSet> {
-        let mut set = ModelSet::default();
+impl ModelFiles {
+    /// Reads each file's metadata; two models for the same board size are an error.
+    pub fn read(paths: &[PathBuf]) -> Result<ModelFiles> {
+        let mut files = ModelFiles::default();
         for path in paths {
-            let model = load(Some(path), None, lanes, compute)?;
-            let size = model.meta.as_ref().map(|m| m.size).expect("a loaded network has metadata");
-            if let Some((other, _)) = set.by_size.get(&size) {
-                bail!("two {size}x{size} models: {} and {}", other.display(), path.display());
+            let meta = read_exported_meta(path)?;
+            if let Some((other, _)) = files.by_size.get(&meta.size) {
+                bail!("two {0}x{0} models: {1} and {2}", meta.size, other.display(), path.display());
             }
-            set.by_size.insert(size, (path.clone(), model));
+            files.by_size.insert(meta.size, (path.clone(), meta));
         }
-        Ok(set)
+        Ok(files)
     }
 
-    /// For each board size, `NxN.bredon` from the first of `dirs` that has one.
-    pub fn find(dirs: &[PathBuf], lanes: Lanes, compute: &Compute) -> Result<ModelSet> {
-        let paths: Vec<PathBuf> = SIZES.filter_map(|n| find_model(dirs, n)).collect();
-        ModelSet::load(&paths, lanes, compute)
+    /// For each board size, `NxN.bredon` from the first of `dirs` that has one (a file
+    /// of that name holding a model of another size is an error).
+    pub fn find(dirs: &[PathBuf]) -> Result<ModelFiles> {
+        let paths: Vec<(usize, PathBuf)> = SIZES.filter_map(|n| Some((n, find_model(dirs, n)?))).collect();
+        let files = ModelFiles::read(&paths.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>())?;
+        for (n, path) in &paths {
+            if files.get(*n).is_none_or(|(p, _)| p != path) {
+                bail!("{} is not a {n}x{n} model", path.display());
+            }
+        }
+        Ok(files)
     }
 
-    /// The model for `size` and the file it came from.
-    pub fn get(&self, size: usize) -> Option<&(PathBuf, LoadedModel)> {
+    /// The file of `size`'s own model and its metadata.
+    pub fn get(&self, size: usize) -> Option<&(PathBuf, ModelMeta)> {
         self.by_size.get(&size)
     }
 
-    /// The board sizes that have a model and their files, smallest first.
-    pub fn files(&self) -> impl Iterator<Item = (usize, &Path)> + '_ {
-        self.by_size.iter().map(|(&size, (path, _))| (size, path.as_path()))
-    }
-
-    /// The board sizes that have a model, smallest first.
-    pub fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
-        self.by_size.keys().copied()
+    /// The model that plays `size`: its own, else the one of the nearest size whose
+    /// network plays every size ([`bredon_netform::config::NetConfig::plays_every_size`];
+    /// the larger on a tie), else none.
+    pub fn for_size(&self, size: usize) -> Option<&(PathBuf, ModelMeta)> {
+        self.get(size).or_else(|| {
+            self.by_size
+                .values()
+                .filter(|(_, meta)| meta.net.plays_every_size())
+                .min_by_key(|(_, meta)| (meta.size.abs_diff(size), std::cmp::Reverse(meta.size)))
+        })
     }
 
     /// No model at all: every size is searched with the uniform evaluator.
     pub fn is_empty(&self) -> bool {
         self.by_size.is_empty()
+    }
+}
+
+/// The network of the model at `path` (metadata `meta`) for games on `size` boards:
+/// carried there when it was trained on another size ([`bredon_nn::TakNet::on_size`]).
+pub fn load_for_size(
+    path: &Path,
+    meta: &ModelMeta,
+    size: usize,
+    lanes: Lanes,
+    compute: &Compute,
+) -> Result<NetEvaluator> {
+    let (model, _) = load_exported(path)?;
+    let trained = bredon_netform::config::NetConfig { size: meta.size, ..meta.net.clone() };
+    let Some((model, _)) = model.on_size(&trained, size) else {
+        bail!(
+            "{} is a {1}x{1} network with layers sized by its board: it plays no other size",
+            path.display(),
+            meta.size
+        );
+    };
+    Ok(evaluator_for(model, size, lanes, compute))
+}
+
+/// `model` as an evaluator of `size` positions, `lanes` copies of it.
+fn evaluator_for(model: bredon_nn::TakNet, size: usize, lanes: Lanes, compute: &Compute) -> NetEvaluator {
+    match lanes {
+        Lanes::One => compute.evaluator(model, size, 1),
+        Lanes::Cores(n) => compute.evaluator_on_cores(model, size, n),
     }
 }

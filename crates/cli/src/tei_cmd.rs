@@ -4,13 +4,15 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_engine::tei::ws::{WsEnd, WsEvent, WsListener};
-use bredon_engine::tei::{EngineSettings, Flow, Model, Models, OptionValues, TeiEngine, WriteSink, available_threads};
+use bredon_engine::tei::{
+    EngineSettings, Flow, Loader, Model, Models, Net, OptionValues, TeiEngine, WriteSink, available_threads,
+};
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::model_arg::{self, Lanes, ModelSet};
+use crate::model_arg::{self, Lanes, ModelFiles};
 use bredon_infer::Compute;
 use bredon_mcts::SearchConfig;
 
@@ -111,21 +113,25 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
     // cores the engine uses (one thread, one core), whether given here or by `setoption`.
     // A `setoption name Threads` above this shares the copies.
     let lanes = Lanes::Cores(threads);
-    let set = if args.uniform {
-        ModelSet::default()
+    let files = if args.uniform {
+        ModelFiles::default()
     } else if args.model.is_empty() {
-        ModelSet::find(&model_arg::default_model_dirs(), lanes, compute)?
+        ModelFiles::find(&model_arg::default_model_dirs())?
     } else {
-        ModelSet::load(&args.model, lanes, compute)?
+        ModelFiles::read(&args.model)?
     };
+    let models = engine_models(&files, lanes, compute, (args.eval_cache as usize) << 20)?;
     // On stderr: stdout is the protocol.
-    for (size, path) in set.files() {
-        eprintln!("bredon tei: {size}x{size} games with {}", path.display());
+    for size in models.sizes() {
+        let model = models.get(size).expect("a listed size");
+        let carried = model.trained_size.map(|t| format!(" (a {t}x{t} network carried to {size}x{size})"));
+        eprintln!("bredon tei: {size}x{size} games with {}{}", model.name, carried.unwrap_or_default());
     }
-    if set.is_empty() {
+    if models.is_empty() {
         eprintln!("bredon tei: no model; every size is searched with the uniform evaluator");
+    } else {
+        eprintln!("bredon tei: each network loads at its size's first game");
     }
-    let models = engine_models(&set, (args.eval_cache as usize) << 20)?;
     let defaults = EngineSettings::default();
     let settings = EngineSettings {
         default_visits: args.visits,
@@ -154,17 +160,28 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
     Ok(())
 }
 
-/// The loaded networks as the engine takes them (named by their files).
-/// The engine's networks, each behind an evaluation cache of `cache_bytes` (none at 0).
-fn engine_models(set: &ModelSet, cache_bytes: usize) -> Result<Models> {
+/// The engine's networks: for every size TEI carries, the model of [`ModelFiles::for_size`]
+/// (its own, else the nearest size's that plays every size), built at the size's first
+/// game, `lanes` copies, behind an evaluation cache of `cache_bytes` (none at 0).
+fn engine_models(files: &ModelFiles, lanes: Lanes, compute: &Compute, cache_bytes: usize) -> Result<Models> {
     let mut models = Models::none();
-    for size in set.sizes() {
-        let Some((path, loaded)) = set.get(size) else { continue };
-        let model = Model {
-            evaluator: loaded.cached_evaluator(cache_bytes),
-            trained_half_komi: loaded.meta.as_ref().map(|m| m.half_komi),
-            name: path.display().to_string(),
-        };
+    if files.is_empty() {
+        return Ok(models);
+    }
+    for size in bredon_tei::SIZES {
+        let Some((path, meta)) = files.for_size(size) else { continue };
+        let (path, meta, compute) = (path.clone(), meta.clone(), compute.clone());
+        let half_komi = meta.half_komi;
+        let load: Arc<Loader> = Arc::new(move || {
+            let net = model_arg::load_for_size(&path, &meta, size, lanes, &compute).map_err(|e| format!("{e:#}"))?;
+            let evaluator = model_arg::cached(Arc::new(net), cache_bytes);
+            Ok(Net { evaluator, trained_half_komi: Some(half_komi) })
+        });
+        let (path, trained) = files.for_size(size).map(|(p, m)| (p, m.size)).expect("present");
+        let mut model = Model::lazy(path.display().to_string(), load);
+        if trained != size {
+            model = model.trained_on(trained);
+        }
         models.insert(size, model)?;
     }
     Ok(models)
@@ -216,27 +233,51 @@ mod tests {
     }
 
     #[test]
-    fn the_loaded_files_become_the_engines_models_and_two_of_one_size_are_refused() {
-        let set = ModelSet::load(&[shipped("4x4.bredon"), shipped("5x5.bredon")], Lanes::One, &Compute::cpu()).unwrap();
-        let models = engine_models(&set, 0).unwrap();
-        assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
+    fn every_size_gets_its_own_model_or_the_nearest_that_plays_every_size_loaded_at_first_use() {
+        // 4x4.bredon has dense heads (sized by its board), 5x5.bredon none.
+        let files = ModelFiles::read(&[shipped("4x4.bredon"), shipped("5x5.bredon")]).unwrap();
+        let models = engine_models(&files, Lanes::One, &Compute::cpu(), 1 << 20).unwrap();
+        assert_eq!(models.sizes().collect::<Vec<_>>(), [3, 4, 5, 6, 7, 8]);
         let four = models.get(4).unwrap();
-        assert_eq!(four.name, shipped("4x4.bredon").display().to_string());
-        assert_eq!(four.trained_half_komi, Some(set.get(4).unwrap().1.meta.as_ref().unwrap().half_komi));
-        assert!(Arc::ptr_eq(&four.evaluator, &set.get(4).unwrap().1.evaluator));
-        // With a cache, the network sits behind it and answers the same.
-        let cached = engine_models(&set, 1 << 20).unwrap();
-        let five = &cached.get(5).unwrap().evaluator;
-        assert!(!Arc::ptr_eq(five, &set.get(5).unwrap().1.evaluator));
+        assert_eq!((four.name.as_str(), four.trained_size), (shipped("4x4.bredon").to_str().unwrap(), None));
+        assert_eq!(models.get(5).unwrap().trained_size, None);
+        for n in [3, 6, 7, 8] {
+            let m = models.get(n).unwrap();
+            assert_eq!((m.name.as_str(), m.trained_size), (shipped("5x5.bredon").to_str().unwrap(), Some(5)), "{n}");
+        }
+        assert!(models.sizes().all(|n| !models.get(n).unwrap().is_loaded()), "nothing loads at startup");
+        // The 5x5 network on its own size answers as the file loaded directly.
+        let five = models.get(5).unwrap().net().unwrap();
+        assert_eq!(five.trained_half_komi, Some(files.get(5).unwrap().1.half_komi));
+        let direct = model_arg::load(Some(&shipped("5x5.bredon")), Some(5), Lanes::One, &Compute::cpu()).unwrap();
         let pos = bredon_rules::Position::new(5).unwrap();
         let legal = pos.legal_moves();
-        let direct = set.get(5).unwrap().1.evaluator.evaluate_batch(&[&pos], &[&legal]);
-        assert_eq!(five.evaluate_batch(&[&pos], &[&legal]), direct);
-        assert_eq!(five.evaluate_batch(&[&pos], &[&legal]), direct);
-        let err = ModelSet::load(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")], Lanes::One, &Compute::cpu())
-            .err()
-            .expect("two 4x4 models");
+        assert_eq!(
+            five.evaluator.evaluate_batch(&[&pos], &[&legal]),
+            direct.evaluator.evaluate_batch(&[&pos], &[&legal])
+        );
+        // Carried to 7x7 it evaluates 7x7 positions: a policy over every legal move.
+        let seven = models.get(7).unwrap().net().unwrap();
+        let mut pos = bredon_rules::Position::new(7).unwrap();
+        for ptn in ["a1", "g7", "d4", "Cc3", "d4<"] {
+            pos.play(bredon_rules::notation::parse_move(ptn, 7).unwrap()).unwrap();
+        }
+        let legal = pos.legal_moves();
+        let eval = seven.evaluator.evaluate_batch(&[&pos], &[&legal]).pop().unwrap();
+        assert_eq!(eval.policy.len(), legal.len());
+        assert!((eval.policy.iter().sum::<f32>() - 1.0).abs() < 1e-3 && eval.value.abs() <= 1.0, "{eval:?}");
+        assert!(models.get(8).is_some_and(|m| !m.is_loaded()), "a size loads only when used");
+        let err = ModelFiles::read(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")]).err().expect("two 4x4 models");
         assert!(err.to_string().contains("two 4x4 models"), "{err}");
+        // Only models with layers sized by their board: the other sizes are not offered.
+        let files = ModelFiles::read(&[shipped("4x4.bredon")]).unwrap();
+        let models = engine_models(&files, Lanes::One, &Compute::cpu(), 0).unwrap();
+        assert_eq!(models.sizes().collect::<Vec<_>>(), [4]);
+        let err =
+            model_arg::load_for_size(&shipped("4x4.bredon"), &files.get(4).unwrap().1, 5, Lanes::One, &Compute::cpu())
+                .err()
+                .expect("a dense 4x4 network plays no other size");
+        assert!(err.to_string().contains("plays no other size"), "{err}");
     }
 
     #[test]
@@ -255,16 +296,18 @@ mod tests {
         std::fs::copy(shipped("5x5.bredon"), second.path().join("5x5.bredon")).unwrap();
         std::fs::write(second.path().join("6x6.bredon"), b"not a model").unwrap();
         let dirs = [first.path().to_path_buf(), second.path().to_path_buf()];
-        let err = ModelSet::find(&dirs, Lanes::One, &Compute::cpu())
-            .err()
-            .expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
+        let err = ModelFiles::find(&dirs).err().expect("a damaged 6x6.bredon is an error, not a silent uniform engine");
         assert!(format!("{err:#}").contains("6x6.bredon"), "{err:#}");
+        // A file named for one size that holds another is an error too.
+        std::fs::copy(shipped("5x5.bredon"), second.path().join("6x6.bredon")).unwrap();
+        let err = ModelFiles::find(&dirs).err().expect("a 5x5 model named 6x6.bredon");
+        assert!(format!("{err:#}").contains("two 5x5 models"), "{err:#}");
         std::fs::remove_file(second.path().join("6x6.bredon")).unwrap();
-        let set = ModelSet::find(&dirs, Lanes::One, &Compute::cpu()).unwrap();
-        assert_eq!(set.sizes().collect::<Vec<_>>(), [4, 5]);
-        assert_eq!(set.get(4).unwrap().0, first.path().join("4x4.bredon"));
-        assert_eq!(set.get(5).unwrap().0, second.path().join("5x5.bredon"));
-        assert!(ModelSet::find(&[first.path().join("missing")], Lanes::One, &Compute::cpu()).unwrap().is_empty());
+        let files = ModelFiles::find(&dirs).unwrap();
+        assert!((3..=8).all(|n| files.get(n).is_some() == (n == 4 || n == 5)));
+        assert_eq!(files.get(4).unwrap().0, first.path().join("4x4.bredon"));
+        assert_eq!(files.get(5).unwrap().0, second.path().join("5x5.bredon"));
+        assert!(ModelFiles::find(&[first.path().join("missing")]).unwrap().is_empty());
     }
 
     #[test]

@@ -233,6 +233,13 @@ impl NetConfig {
         }
     }
 
+    /// No layer of this network is sized by the board (convolutional policy heads, the
+    /// pooling value head): `bredon_nn::TakNet::from_compatible` carries it whole to any
+    /// other board size, where the moves its own size lacks start at logit 0.
+    pub fn plays_every_size(&self) -> bool {
+        self.policy_head == PolicyHead::Conv && self.value_head == ValueHead::Pool
+    }
+
     /// Outputs of the value head's last layer: 3 with [`NetConfig::wdl`], else 1.
     pub fn value_outputs(&self) -> usize {
         if self.wdl { 3 } else { 1 }

@@ -137,6 +137,27 @@ pub fn load_exported_verified(path: &Path) -> Result<(TakNet, ModelMeta, Verifie
 /// ([`ModelMeta::from_json`]), the stored tensors against the architecture, then builds
 /// the network and checks that its weights are finite.
 pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMeta, Verified), ModelError> {
+    let (meta, weights, verified) = split_export(bytes, name)?;
+    let model = weights_from_bytes(&meta, weights.to_vec())
+        .map_err(|e| ModelError::invalid(format!("loading weights of {name}"), e))?;
+    check_finite(&model).map_err(|e| e.context(format!("in {name}")))?;
+    Ok((model, meta, verified))
+}
+
+/// The metadata of a model file or checkpoint directory, with its checksum verified but
+/// its weights not built: what a program that loads networks only when it needs them
+/// (`bredon tei`, one per board size) reads at startup.
+pub fn read_exported_meta(path: &Path) -> Result<ModelMeta, ModelError> {
+    if path.is_dir() {
+        return Ok(load_model_verified(path)?.1);
+    }
+    let bytes = std::fs::read(path).map_err(ModelError::read(path))?;
+    Ok(split_export(&bytes, &path.display().to_string())?.0)
+}
+
+/// An export's metadata and weight bytes: the magic and checksum checked, then the
+/// metadata's length, fields and limits ([`ModelMeta::from_json`]).
+fn split_export<'a>(bytes: &'a [u8], name: &str) -> Result<(ModelMeta, &'a [u8], Verified), ModelError> {
     let (body, verified) = if bytes.len() >= 8 && &bytes[..8] == EXPORT_MAGIC {
         let body = split_crc(bytes).map_err(|source| ModelError::Damaged { name: name.into(), source })?;
         (body, Verified::Ok)
@@ -160,10 +181,7 @@ pub fn load_exported_bytes(bytes: &[u8], name: &str) -> Result<(TakNet, ModelMet
     let json: serde_json::Value = serde_json::from_slice(&body[12..12 + len])
         .map_err(|e| ModelError::BadJson { name: name.into(), detail: bounded(&e.to_string(), MAX_MESSAGE) })?;
     let meta = ModelMeta::from_json(json).map_err(|e| ModelError::invalid(name, e))?;
-    let model = weights_from_bytes(&meta, body[12 + len..].to_vec())
-        .map_err(|e| ModelError::invalid(format!("loading weights of {name}"), e))?;
-    check_finite(&model).map_err(|e| e.context(format!("in {name}")))?;
-    Ok((model, meta, verified))
+    Ok((meta, &body[12 + len..], verified))
 }
 
 fn tempdir_near(path: &Path) -> Result<std::path::PathBuf, ModelError> {

@@ -424,6 +424,23 @@ impl TakNet {
         }
         (model.valid(), report)
     }
+
+    /// This network (of architecture `cfg`) for games on `size`x`size` boards, with the
+    /// architecture it then has: itself on its own size; on another, carried there by
+    /// [`TakNet::from_compatible`] when no layer is sized by the board
+    /// ([`NetConfig::plays_every_size`]), so it computes there what it learnt (the moves
+    /// its own size lacks start at logit 0); else `None`.
+    pub fn on_size(&self, cfg: &NetConfig, size: usize) -> Option<(TakNet, NetConfig)> {
+        if size == cfg.size {
+            return Some((self.clone(), cfg.clone()));
+        }
+        if !cfg.plays_every_size() {
+            return None;
+        }
+        let net = NetConfig { size, ..cfg.clone() };
+        let (model, report) = TakNet::from_compatible(&net, self, cfg);
+        report.fresh.is_empty().then_some((model, net))
+    }
 }
 
 /// The convolutional head's logits in the order of [`crate::policy`]: `out` gives

@@ -37,7 +37,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub use error::{ListenError, ModelsError, OptionError, PositionError};
-pub use models::{Model, Models};
+pub use models::{Loader, Model, Models, Net};
 pub use options::{EngineOption, HALF_KOMI, NODE_BYTES, OptionValues};
 
 use report::{HashUse, ReportStyle};
@@ -299,13 +299,35 @@ impl TeiEngine {
         self.position = None;
         self.tree = None;
         self.komi_warned = None;
-        if !self.models.is_empty() && self.models.get(self.size).is_none() {
-            let have: Vec<String> = self.models.sizes().map(|n| format!("{n}x{n}")).collect();
-            self.say(&format!(
-                "info string warning: no {0}x{0} model (have {1}); searching with the uniform evaluator",
-                self.size,
-                have.join(", ")
-            ));
+        let n = self.size;
+        match self.models.get(n) {
+            None if self.models.is_empty() => {}
+            None => {
+                let have: Vec<String> = self.models.sizes().map(|n| format!("{n}x{n}")).collect();
+                self.say(&format!(
+                    "info string warning: no {n}x{n} model (have {}); searching with the uniform evaluator",
+                    have.join(", ")
+                ));
+            }
+            // The game's network is built now if this is its size's first game, not
+            // on the clock of its first `go`.
+            Some(model) => {
+                let first = !model.is_loaded();
+                let line = match (model.net(), model.trained_size) {
+                    (Err(e), _) if first => Some(format!(
+                        "info string warning: the {n}x{n} model {} did not load ({e}); searching with the uniform evaluator",
+                        model.name
+                    )),
+                    (Ok(_), Some(t)) if first => Some(format!(
+                        "info string note: no {n}x{n} model; {n}x{n} games are played by {}, a {t}x{t} network carried to {n}x{n}",
+                        model.name
+                    )),
+                    _ => None,
+                };
+                if let Some(line) = line {
+                    self.say(&line);
+                }
+            }
         }
     }
 
@@ -373,7 +395,7 @@ impl TeiEngine {
     /// values are then biased (the search still answers with it).
     fn warn_komi_mismatch(&mut self, half_komi: i8) {
         let Some(model) = self.models.get(self.size) else { return };
-        let Some(trained) = model.trained_half_komi else { return };
+        let Some(trained) = model.net().ok().and_then(|net| net.trained_half_komi) else { return };
         if trained == half_komi || self.komi_warned == Some((self.size, half_komi)) {
             return;
         }
@@ -391,9 +413,9 @@ impl TeiEngine {
 
     /// The evaluator for the current game size.
     fn evaluator(&self) -> Arc<dyn Evaluator> {
-        match self.models.get(self.size) {
-            Some(model) => model.evaluator.clone(),
-            None => Arc::new(UniformEvaluator),
+        match self.models.get(self.size).map(Model::net) {
+            Some(Ok(net)) => net.evaluator.clone(),
+            _ => Arc::new(UniformEvaluator),
         }
     }
 

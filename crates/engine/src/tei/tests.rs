@@ -54,11 +54,9 @@ fn shipped_models(names: &[&str]) -> Models {
     for name in names {
         let path = shipped(name);
         let (net, meta) = load_exported(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let model = Model {
-            evaluator: Arc::new(NetEvaluator::new(net, meta.size)),
-            trained_half_komi: Some(meta.half_komi),
-            name: path.display().to_string(),
-        };
+        let net =
+            Net { evaluator: Arc::new(NetEvaluator::new(net, meta.size)), trained_half_komi: Some(meta.half_komi) };
+        let model = Model::ready(net, path.display().to_string());
         models.insert(meta.size, model).unwrap();
     }
     models
@@ -327,7 +325,7 @@ fn the_clock_limit_is_the_movers_and_movestogo_shortens_it() {
 #[test]
 fn a_komi_other_than_the_models_is_warned_once_per_game_and_the_search_answers() {
     let models = shipped_models(&["4x4.bredon"]);
-    let trained = models.get(4).unwrap().trained_half_komi.unwrap();
+    let trained = models.get(4).unwrap().net().unwrap().trained_half_komi.unwrap();
     let (mut e, out) = engine_with(models);
     let warnings = |lines: &[String]| lines.iter().filter(|l| l.contains("warning") && l.contains("komi")).count();
     // The model's own komi: no warning.
@@ -377,7 +375,7 @@ fn a_komi_other_than_the_models_is_warned_once_per_game_and_the_search_answers()
 #[test]
 fn the_shipped_6x6_model_plays_komi_2_without_a_warning() {
     let models = shipped_models(&["6x6.bredon"]);
-    assert_eq!(models.get(6).unwrap().trained_half_komi, Some(4), "6x6 is trained with komi 2");
+    assert_eq!(models.get(6).unwrap().net().unwrap().trained_half_komi, Some(4), "6x6 is trained with komi 2");
     let (mut e, out) = engine_with(models);
     e.handle_line("teinewgame size 6 halfkomi 4");
     e.handle_line("position startpos moves a1 f6");
@@ -409,8 +407,8 @@ fn komi_reaches_the_position_from_either_dialect() {
 fn teinewgame_picks_the_model_for_its_size() {
     let models = shipped_models(&["5x5.bredon", "4x4.bredon"]);
     assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
-    let net4 = models.get(4).unwrap().evaluator.clone();
-    let net5 = models.get(5).unwrap().evaluator.clone();
+    let net4 = models.get(4).unwrap().net().unwrap().evaluator.clone();
+    let net5 = models.get(5).unwrap().net().unwrap().evaluator.clone();
     let (mut e, out) = engine_with(models);
     assert_eq!(e.size(), 6, "two models and no size: the TEI default");
     for (line, size, net) in
@@ -438,11 +436,67 @@ fn one_model_sets_the_size_and_two_of_one_size_are_refused() {
     assert_eq!(e.size(), 4);
     let mut models = shipped_models(&["4x4.bredon"]);
     let again = models.get(4).unwrap().clone();
-    let err = models.insert(4, Model { name: "other.bredon".into(), ..again.clone() }).unwrap_err();
+    let mut other = again.clone();
+    other.name = "other.bredon".into();
+    let err = models.insert(4, other).unwrap_err();
     assert!(matches!(err, ModelsError::TwoForOneSize { size: 4, .. }));
     assert!(err.to_string().starts_with("two 4x4 models: ") && err.to_string().ends_with(" and other.bredon"), "{err}");
     let err = models.insert(9, again).unwrap_err();
     assert!(matches!(err, ModelsError::BadSize { size: 9, .. }), "{err}");
+}
+
+#[test]
+fn networks_load_at_their_sizes_first_game_once_and_a_failed_one_leaves_the_uniform_search() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let loads = Arc::new(AtomicUsize::new(0));
+    let counted = |result: Result<(), &'static str>| -> Arc<Loader> {
+        let loads = loads.clone();
+        Arc::new(move || {
+            loads.fetch_add(1, Ordering::SeqCst);
+            result
+                .map(|_| Net { evaluator: Arc::new(DrawishEvaluator), trained_half_komi: Some(4) })
+                .map_err(String::from)
+        })
+    };
+    let mut models = Models::none();
+    models.insert(6, Model::lazy("six.bredon", counted(Ok(())))).unwrap();
+    models.insert(7, Model::lazy("six.bredon", counted(Ok(()))).trained_on(6)).unwrap();
+    models.insert(8, Model::lazy("broken.bredon", counted(Err("checksum mismatch")))).unwrap();
+    let (mut e, out) = engine_with(models.clone());
+    e.handle_line("tei");
+    assert!(
+        take(&out).contains(&"size 6 7 8 halfkomi -10 -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8 9 10".to_string())
+    );
+    assert_eq!(loads.load(Ordering::SeqCst), 0, "nothing loads before a game needs it");
+    e.handle_line("teinewgame size 6 halfkomi 4");
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "the game's network loads at teinewgame");
+    assert!(take(&out).is_empty());
+    // A second game of that size, and another engine sharing the models (a second
+    // connection of `--listen`), reuse it.
+    e.handle_line("teinewgame size 6 halfkomi 4");
+    let (mut second, _) = engine_with(models);
+    second.handle_line("teinewgame size 6 halfkomi 4");
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    // A network carried from another size says so, once.
+    e.handle_line("teinewgame size 7 halfkomi 4");
+    let lines = take(&out);
+    assert_eq!(
+        lines,
+        ["info string note: no 7x7 model; 7x7 games are played by six.bredon, a 6x6 network carried to 7x7"]
+    );
+    e.handle_line("teinewgame size 7 halfkomi 4");
+    assert!(take(&out).is_empty());
+    // One that fails: a warning naming it and the reason, then the uniform search plays.
+    e.handle_line("teinewgame size 8 halfkomi 4");
+    let lines = take(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("info string warning: the 8x8 model broken.bredon did not load (checksum mismatch)"));
+    e.handle_line("position startpos moves a1 h8");
+    e.handle_line("go nodes 20");
+    e.finish();
+    let lines = take(&out);
+    parse_move(&bestmove(&lines), 8).unwrap();
+    assert_eq!(loads.load(Ordering::SeqCst), 3, "a failed load is not retried at every move");
 }
 
 /// An evaluator with a uniform policy that says the side to move stands a little better,
@@ -465,7 +519,7 @@ impl Evaluator for DrawishEvaluator {
 #[test]
 fn info_lines_carry_wdl_when_the_evaluator_gives_draws_and_multipv_lines() {
     let mut models = Models::none();
-    let model = Model { evaluator: Arc::new(DrawishEvaluator), trained_half_komi: None, name: "drawish".into() };
+    let model = Model::ready(Net { evaluator: Arc::new(DrawishEvaluator), trained_half_komi: None }, "drawish");
     models.insert(4, model).unwrap();
     let (mut e, out) = engine_with(models);
     e.handle_line("teinewgame size 4 halfkomi 0");
