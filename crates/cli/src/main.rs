@@ -6,6 +6,7 @@ mod bench_cmd;
 mod bench_search;
 mod check_cmd;
 mod export_cmd;
+mod heldout_cmd;
 mod inspect_cmd;
 mod model_arg;
 mod perft_cmd;
@@ -82,6 +83,9 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// A model's health layer by layer: dead channels, tiny weights, norms (`--json` too).
     Inspect(inspect_cmd::InspectArgs),
+    /// Networks judged on games they never trained on (real opponents' PTN games): value
+    /// error and bias toward White, policy fit, flat-margin error (`--json` too).
+    Heldout(heldout_cmd::HeldOutArgs),
     /// Read, check and display PTN game files.
     #[command(subcommand)]
     Ptn(ptn_cmd::PtnCommand),
@@ -134,6 +138,7 @@ fn main() {
         Command::Bench(cmd) => bench_cmd::run(cmd, &compute, inference),
         Command::Check(args) => check_cmd::run(args),
         Command::Inspect(args) => inspect_cmd::run(args),
+        Command::Heldout(args) => heldout_cmd::run(args, &compute),
         Command::Serve(args) => serve::run(args, &compute),
     };
     if let Err(e) = outcome {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod evaluate;
 pub mod generation;
+pub mod heldout;
 pub mod net;
 pub mod remote;
 pub mod replay;
