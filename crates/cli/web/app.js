@@ -5,6 +5,8 @@
 const $ = (id) => document.getElementById(id);
 const FILES = "abcdefgh";
 const DIRS = { "+": [0, 1], "-": [0, -1], ">": [1, 0], "<": [-1, 0] };
+// The widest a board gets, in CSS pixels (style.css's .board-column is laid out for it).
+const BOARD_PX = 520;
 
 async function api(method, path, body) {
   const opts = { method, headers: {} };
@@ -92,7 +94,8 @@ class Board {
 
   build(size) {
     this.size = size;
-    const cellPx = this.host.classList.contains("small") ? 44 : Math.min(84, Math.floor(520 / size));
+    // The whole board (cells, 2 px gaps, 2 px padding) at most BOARD_PX wide.
+    const cellPx = this.host.classList.contains("small") ? 44 : Math.min(84, Math.floor((BOARD_PX - 2 * size - 2) / size));
     const grid = document.createElement("div");
     grid.className = "board";
     grid.style.gridTemplateColumns = `repeat(${size}, ${cellPx}px)`;
@@ -199,7 +202,7 @@ function download(name, text) {
 // ---------------------------------------------------------------------------------------
 // Play.
 const play = {
-  size: 5, halfKomi: 0, human: "white", moves: [], game: null, search: { id: null },
+  size: 6, halfKomi: 4, human: "white", moves: [], game: null, search: { id: null },
   sel: null, // a spread being built: { from, carry, dir, drops: [] }
   busy: false, token: 0,
 };
@@ -213,9 +216,45 @@ function budget(kindId, valueId) {
   return $(kindId).value === "millis" ? { millis: Math.max(10, n) } : { visits: n };
 }
 
+// The new-game choices, remembered in the browser (localStorage) from one visit to the
+// next. Each stored value is used only if the page still offers it.
+const PREFS_KEY = "bredon.play";
+const PREF_INPUTS = { size: "play-size", color: "play-color", komi: "play-komi", model: "play-model", budgetKind: "play-budget-kind", budget: "play-budget" };
+
+function savePrefs() {
+  const prefs = {};
+  for (const [k, id] of Object.entries(PREF_INPUTS)) prefs[k] = $(id).value;
+  try { localStorage.setItem(PREFS_KEY, JSON.stringify(prefs)); } catch (e) { /* storage off or full */ }
+}
+
+function restorePrefs() {
+  let prefs = null;
+  try { prefs = JSON.parse(localStorage.getItem(PREFS_KEY) || "null"); } catch (e) { return; }
+  if (!prefs || typeof prefs !== "object") return;
+  const str = (v) => (typeof v === "string" || typeof v === "number" ? String(v) : null);
+  // A select keeps a value only if it is one of its options.
+  const pick = (id, v) => {
+    const el = $(id);
+    if (str(v) !== null && [...el.options].some((o) => o.value === str(v))) el.value = str(v);
+  };
+  pick("play-size", prefs.size);
+  pick("play-color", prefs.color);
+  pick("play-model", prefs.model);
+  const k = str(prefs.komi);
+  const komi = k !== null && k.trim() !== "" ? Number(k) : NaN;
+  const [hk0, hk1] = INFO.half_komi || [-10, 10];
+  if (Number.isFinite(komi) && Number.isInteger(komi * 2) && komi * 2 >= hk0 && komi * 2 <= hk1) $("play-komi").value = String(komi);
+  pick("play-budget-kind", prefs.budgetKind);
+  const n = Number(str(prefs.budget));
+  const [b0, b1] = INFO[$("play-budget-kind").value] || [1, Infinity];
+  if (Number.isInteger(n) && n >= b0 && n <= b1) $("play-budget").value = String(n);
+}
+
 async function playNew() {
+  savePrefs();
   stopSearch(play.search);
   play.token++;
+  play.busy = false; // the stopped search's move is dropped (its token is stale)
   play.size = parseInt($("play-size").value);
   play.halfKomi = Math.round(parseFloat($("play-komi").value || "0") * 2);
   play.human = $("play-color").value;
@@ -676,8 +715,11 @@ async function init() {
     o.textContent = `${n}x${n}`;
     $("play-size").appendChild(o);
   }
-  $("play-size").value = INFO.shipped.some((s) => s.size === 5) ? "5" : String(INFO.sizes[2]);
+  // Tak's standard game, 6x6 at komi 2 (with the uniform evaluator if no 6x6 model is
+  // shipped), unless the visitor chose otherwise before.
+  $("play-size").value = INFO.sizes.includes(6) ? "6" : String(INFO.sizes[INFO.sizes.length - 1]);
   fillModels();
+  restorePrefs();
   $("watch-runs").innerHTML = INFO.runs.map((r) => `<a href="#watch/${r.id}">${r.name}</a>`).join(" ");
 
   $("play-new").addEventListener("click", playNew);
@@ -695,6 +737,7 @@ async function init() {
   $("play-download").addEventListener("click", () => download("bredon-game.ptn", $("play-ptn").value));
   $("play-analyse").addEventListener("click", () => { $("an-text").value = $("play-ptn").value; location.hash = "#analyse"; analyseLoad(); });
   $("play-budget-kind").addEventListener("change", () => { $("play-budget").value = $("play-budget-kind").value === "millis" ? 1000 : 400; });
+  for (const id of Object.values(PREF_INPUTS)) $(id).addEventListener("change", savePrefs);
   $("play-upload").addEventListener("change", async (e) => {
     const f = e.target.files[0];
     if (!f) return;

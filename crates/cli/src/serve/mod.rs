@@ -104,6 +104,12 @@ pub fn run(args: ServeArgs, compute: &bredon_infer::Compute) -> Result<()> {
         for size in game::SIZES {
             if let Some(f) = state.models.shipped_file(size) {
                 println!("bredon serve: {size}x{size} games with {}", f.display());
+            } else if let Some((f, meta)) = state.models.carried_file(size) {
+                let t = meta.size;
+                println!(
+                    "bredon serve: {size}x{size} games with {} (a {t}x{t} network carried to {size}x{size})",
+                    f.display()
+                );
             }
         }
         for r in &state.runs {

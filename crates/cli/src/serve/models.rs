@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::error::ApiError;
-use crate::model_arg;
+use crate::model_arg::{self, ModelFiles};
+use bredon_netform::ModelMeta;
 
 /// Which engine a search uses, parsed once from the request's `model` string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +98,16 @@ impl Models {
         model_arg::find_model(&self.dirs, size)
     }
 
+    /// The model `auto` plays `size` with when it has none of its own: the nearest size's
+    /// that has no layer sized by its board, carried to `size` (as `bredon tei` does;
+    /// [`ModelFiles::for_size`]).
+    pub fn carried_file(&self, size: usize) -> Option<(PathBuf, ModelMeta)> {
+        if self.shipped_file(size).is_some() {
+            return None;
+        }
+        ModelFiles::find(&self.dirs).ok()?.for_size(size).cloned()
+    }
+
     /// Loads a model from the bytes of a `.bredon` file and lists it under a new id
     /// (`PREFIX-N`).
     pub fn add(&self, bytes: &[u8], name: &str, prefix: &str) -> Result<ModelInfo, ApiError> {
@@ -153,9 +164,10 @@ impl Models {
                 if let Some(e) = shipped.get(&size) {
                     return Ok(e.clone());
                 }
-                let engine = match self.shipped_file(size) {
-                    None => uniform(),
-                    Some(path) => Arc::new(load_file(&path, &self.compute)?),
+                let engine = match (self.shipped_file(size), self.carried_file(size)) {
+                    (Some(path), _) => Arc::new(load_file(&path, &self.compute)?),
+                    (None, Some((path, meta))) => Arc::new(load_carried(&path, &meta, size, &self.compute)?),
+                    (None, None) => uniform(),
                 };
                 shipped.insert(size, engine.clone());
                 Ok(engine)
@@ -178,4 +190,14 @@ fn load_file(path: &Path, compute: &Compute) -> Result<Engine, ApiError> {
     let (net, meta) =
         bredon_nn::load_exported(path).map_err(|e| ApiError::Internal(format!("loading {}: {e:#}", path.display())))?;
     Ok(network(path.display().to_string(), net, meta.size, compute))
+}
+
+/// The model at `path` (trained on `meta.size`) carried to `size` boards.
+fn load_carried(path: &Path, meta: &ModelMeta, size: usize, compute: &Compute) -> Result<Engine, ApiError> {
+    let internal = |e: String| ApiError::Internal(format!("loading {}: {e}", path.display()));
+    let (net, _) = bredon_nn::load_exported(path).map_err(|e| internal(format!("{e:#}")))?;
+    let trained = bredon_netform::NetConfig { size: meta.size, ..meta.net.clone() };
+    let (net, _) = net.on_size(&trained, size).ok_or_else(|| internal(format!("it plays no {size}x{size}")))?;
+    let t = meta.size;
+    Ok(network(format!("{} (a {t}x{t} network carried to {size}x{size})", path.display()), net, size, compute))
 }

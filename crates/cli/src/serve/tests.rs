@@ -309,3 +309,30 @@ async fn a_network_adds_the_flat_margin_and_the_ownership_map() {
     let v = wait(&app, v["id"].as_u64().unwrap()).await;
     assert!(v["results"][0]["white_margin"].is_null() && v["results"][0]["ownership"].is_null(), "{v}");
 }
+
+#[test]
+fn auto_plays_a_size_without_its_own_model_with_the_nearest_network_carried_there() {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(shipped.join("4x4.bredon"), dir.path().join("4x4.bredon")).unwrap();
+    std::fs::copy(shipped.join("5x5.bredon"), dir.path().join("5x5.bredon")).unwrap();
+    let models = models::Models::new(vec![dir.path().to_path_buf()], &[], bredon_infer::Compute::cpu()).unwrap();
+    // 4x4 and 5x5 have their own; 7x7 gets the 5x5 network (the dense 4x4 one plays no
+    // other size), loaded only when asked for.
+    assert!(models.carried_file(5).is_none());
+    let (file, meta) = models.carried_file(7).expect("7x7 is played by a carried network");
+    assert_eq!((file, meta.size), (dir.path().join("5x5.bredon"), 5));
+    let engine = models.engine(&models::ModelChoice::Auto, 7).unwrap();
+    assert!(engine.name.ends_with("5x5.bredon (a 5x5 network carried to 7x7)"), "{}", engine.name);
+    let pos = bredon_rules::Position::new(7).unwrap();
+    let legal = pos.legal_moves();
+    let eval = engine.evaluator.evaluate_batch(&[&pos], &[&legal]).pop().unwrap();
+    assert_eq!(eval.policy.len(), legal.len());
+    let heads = engine.heads.as_ref().expect("a network's heads").evaluate(&[&pos]).unwrap();
+    assert_eq!(heads[0].ownership.as_ref().map(Vec::len), Some(49));
+    // With no network that plays every size, a size without a model is the uniform search.
+    std::fs::remove_file(dir.path().join("5x5.bredon")).unwrap();
+    let models = models::Models::new(vec![dir.path().to_path_buf()], &[], bredon_infer::Compute::cpu()).unwrap();
+    assert!(models.carried_file(7).is_none());
+    assert_eq!(models.engine(&models::ModelChoice::Auto, 7).unwrap().name, "the uniform evaluator");
+}

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Drives `bredon serve` in headless Chromium through WebDriver (selenium).
 
-Usage: drive.py URL OUTDIR. Plays a whole 3x3 game against the engine by clicking (a
-placement, a spread, an illegal move refused, an undo), a few 5x5 moves against the
-shipped model by PTN entry, analyses a PTN game (evaluation, flat margin, heat map,
-ownership map, a blunder mark) and opens a run's dashboard. Writes play.png, analyse.png and watch.png to OUTDIR.
+Usage: drive.py URL OUTDIR. On a fresh profile the play screen opens on 6x6 at komi 2;
+the new-game choice (size, komi, colour, budget) is remembered over a reload, and stored
+values the page no longer offers (or malformed storage) are ignored. Plays a whole 3x3
+game against the engine by clicking (a placement, a spread, an illegal move refused, an
+undo), a few 5x5 moves against the shipped model by PTN entry, analyses a PTN game
+(evaluation, flat margin, heat map, ownership map, a blunder mark) and opens a run's
+dashboard. Then, with the window 1280 and 1920 px wide, every board from 3x3 to 8x8 lies
+inside the viewport, beside the controls and clear of them. Writes play.png, analyse.png,
+watch.png, fit-1280.png and fit-1920.png (an 8x8 board) to OUTDIR.
 Run by crates/cli/tests/it/browser.rs, which starts the server; exits non-zero on failure.
 """
 import os
@@ -74,14 +79,75 @@ def set_input(i, value):
     el.send_keys(str(value))
 
 
-def new_game(size, visits, color="white"):
+def new_game(size, budget, color="white", komi=0, kind="visits"):
+    """Starts a game from the controls and waits for the human's first turn."""
     Select(by_id("play-size")).select_by_value(str(size))
     Select(by_id("play-color")).select_by_value(color)
+    set_input("play-komi", komi)
     Select(by_id("play-model")).select_by_value("auto")
-    Select(by_id("play-budget-kind")).select_by_value("visits")
-    set_input("play-budget", visits)
+    Select(by_id("play-budget-kind")).select_by_value(kind)
+    set_input("play-budget", budget)
     by_id("play-new").click()
-    wait().until(lambda _: my_turn_or_over() and moves_played() == 0)
+    # The new game is shown (not the last one's board), the engine's first move made.
+    want = [size, round(2 * komi), 0 if color == "white" else 1]
+    wait().until(lambda _: my_turn_or_over() and d.execute_script(
+        "return play.game && [play.game.size, play.game.half_komi, play.game.moves.length]") == want)
+
+
+def load(path):
+    """Opens the page afresh (a reload when only the #fragment would change) and waits for
+    it to start."""
+    d.execute_script("window.bredonOldPage = true")
+    d.get(URL + path)
+    if d.execute_script("return window.bredonOldPage === true"):
+        d.refresh()
+    wait().until(lambda _: d.execute_script(
+        "return !window.bredonOldPage && document.body.dataset.ready === '1'"))
+
+
+def controls():
+    """The new-game controls' values, and the size and half komi of the game shown."""
+    vals = {k: by_id(i).get_attribute("value") for k, i in [
+        ("size", "play-size"), ("komi", "play-komi"), ("color", "play-color"), ("model", "play-model"),
+        ("kind", "play-budget-kind"), ("budget", "play-budget")]}
+    vals["komi"] = float(vals["komi"])
+    vals["game"] = d.execute_script("return [play.game.size, play.game.half_komi]")
+    return vals
+
+
+def fit_window(width, height):
+    """Sizes the window so that the viewport (window.innerWidth) is `width` px wide."""
+    d.set_window_size(width, height)
+    iw, ih = d.execute_script("return [innerWidth, innerHeight]")
+    if (iw, ih) != (width, height):
+        d.set_window_size(2 * width - iw, 2 * height - ih)
+    iw, ih = d.execute_script("return [innerWidth, innerHeight]")
+    assert iw == width, f"cannot get a {width} px wide viewport (innerWidth {iw})"
+    return ih
+
+
+def check_fit(width, size):
+    """The play board lies inside the viewport and beside the controls, overlapping none."""
+    g = d.execute_script("""
+        const r = (sel) => { const b = document.querySelector(sel).getBoundingClientRect();
+                             return { left: b.left, right: b.right, top: b.top, bottom: b.bottom }; };
+        return { board: r('#play-board .board'), column: r('#play .board-column'), side: r('#play-side'),
+                 cell: document.querySelector('#play-board .cell').getBoundingClientRect().width,
+                 vw: document.documentElement.clientWidth, sw: document.documentElement.scrollWidth,
+                 iw: innerWidth, ih: innerHeight };""")
+    b, c, s = g["board"], g["column"], g["side"]
+    where = f"{size}x{size} at {width} px: {g}"
+    assert g["iw"] == width and g["vw"] == width, where
+    assert g["sw"] <= g["vw"], "the page scrolls sideways: " + where
+    assert 0 <= b["left"] and b["right"] <= g["vw"], "the board leaves the viewport: " + where
+    assert b["bottom"] <= g["ih"], "the board runs below the window: " + where
+    assert s["right"] <= g["vw"], "the controls leave the viewport: " + where
+    # Beside: the controls start right of the board (and of the text under it), level
+    # with the board rather than wrapped below it.
+    assert b["right"] <= c["right"] <= s["left"], "the board overlaps the controls: " + where
+    assert s["top"] < b["bottom"], "the controls wrapped below the board: " + where
+    assert g["cell"] >= 60, "the squares are too small: " + where
+    return b
 
 
 def spread_source(cells, size):
@@ -99,11 +165,50 @@ def spread_source(cells, size):
     return None
 
 
+DEFAULTS = {"size": "6", "komi": 2.0, "color": "white", "model": "auto", "kind": "visits", "budget": "400",
+            "game": [6, 4]}
+
 try:
     t0 = time.time()
-    d.get(URL + "/#play")
-    wait().until(lambda _: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    load("/#play")
     log("page loaded")
+
+    # --- A fresh profile opens on Tak's standard game: 6x6, komi 2. ---
+    got = controls()
+    assert got == DEFAULTS, got
+    assert len(board("play-board")) == 36
+    log("defaults:", got)
+
+    # --- The last choice is remembered over a reload. ---
+    new_game(4, 300, "black", komi=1, kind="millis")
+    load("/#play")
+    got = controls()
+    want = {"size": "4", "komi": 1.0, "color": "black", "model": "auto", "kind": "millis", "budget": "300", "game": [4, 2]}
+    assert got == want, got
+    wait().until(lambda _: my_turn_or_over() and moves_played() == 1)
+    log("remembered after a reload:", got)
+    # Stored values the page does not offer are ignored, one by one; storage that is not
+    # JSON is ignored whole.
+    for stored, want in [
+        ("{not json", DEFAULTS),
+        ('[4, "black"]', DEFAULTS),
+        ('{"size": 11, "komi": "two", "color": "red", "model": "m-99", "budgetKind": "nodes", "budget": -3}', DEFAULTS),
+        ('{"size": "3", "komi": 9, "color": "black", "budgetKind": "millis", "budget": 5}',
+         {**DEFAULTS, "size": "3", "color": "black", "kind": "millis", "game": [3, 4]}),
+    ]:
+        d.execute_script("localStorage.setItem('bredon.play', arguments[0])", stored)
+        load("/#play")
+        got = controls()
+        assert got == want, (stored, got)
+    log("invalid stored choices ignored")
+    # A new game started while the engine thinks: its search is dropped and the human moves.
+    Select(by_id("play-color")).select_by_value("black")
+    Select(by_id("play-budget-kind")).select_by_value("millis")
+    set_input("play-budget", 5000)
+    by_id("play-new").click()
+    wait().until(lambda _: by_id("play-status").text.startswith("Engine thinking"))
+    new_game(3, 30)
+    log("new game while the engine thinks: your move")
 
     # --- A whole 3x3 game against the engine, by clicking. ---
     new_game(3, 30)
@@ -152,7 +257,7 @@ try:
     log(f"full game: {time.time() - t0:.1f} s")
 
     # --- A few 5x5 moves against the shipped model, typed as PTN: the README's picture. ---
-    new_game(5, 40)
+    new_game(5, 40)  # komi 0, as the shipped 5x5 model was trained
     for want in ["e5", "c3", "Cc2", "Sd3"]:
         cells = board("play-board")
         if by_id("play-status").get_attribute("data-result"):
@@ -233,6 +338,26 @@ try:
     d.execute_script("window.scrollTo(0, 0)")
     d.save_screenshot(os.path.join(OUT, "watch.png"))
     log("watch.png")
+
+    # --- The board fits beside the controls, 3x3 to 8x8, at 1280 and 1920 px wide. ---
+    load("/#play")
+    for width, height in [(1280, 800), (1920, 1080)]:
+        fit_window(width, height)
+        for size in range(3, 9):
+            new_game(size, 50, komi=2)
+            b = check_fit(width, size)
+            log(f"{size}x{size} at {width} px: board {b['left']:.0f}-{b['right']:.0f} x {b['top']:.0f}-{b['bottom']:.0f}")
+        # The picture: a few moves on the 8x8 board.
+        for want in ["d5", "e4"]:
+            before = moves_played()
+            set_input("play-ptn-input", want)
+            by_id("play-ptn-go").click()
+            wait().until(lambda _: (moves_played() > before + 1 and my_turn_or_over()) or by_id("play-msg").text)
+        assert not by_id("play-msg").text, by_id("play-msg").text
+        check_fit(width, 8)
+        d.execute_script("window.scrollTo(0, 0)")
+        d.save_screenshot(os.path.join(OUT, f"fit-{width}.png"))
+        log(f"fit-{width}.png")
     log(f"all browser checks passed in {time.time() - t0:.1f} s")
 except Exception:
     try:

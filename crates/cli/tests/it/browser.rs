@@ -1,9 +1,12 @@
 //! `bredon serve` in a real browser: headless Chromium driven through WebDriver by
-//! `tests/browser/drive.py` (Python selenium) plays a whole 3x3 game against the engine
-//! by clicking, analyses a PTN game and opens a run's dashboard. Screenshots of the three
-//! screens go to `target/screenshots/` (with `BREDON_UPDATE_SCREENSHOTS=1` also to
-//! `docs/img/`, the README's pictures). Also checks the server over a real socket: the
-//! address it prints, a 404 and a 400.
+//! `tests/browser/drive.py` (Python selenium) checks that the play screen opens on 6x6 at
+//! komi 2, that the new-game choice is remembered over a reload (and invalid stored
+//! values ignored), plays a whole 3x3 game against the engine by clicking, analyses a PTN
+//! game, opens a run's dashboard, and checks that every board from 3x3 to 8x8 fits beside
+//! the controls in windows 1280 and 1920 px wide. Screenshots of the three screens and of
+//! the 8x8 board at both widths go to `target/screenshots/` (with
+//! `BREDON_UPDATE_SCREENSHOTS=1` also to `docs/img/serve-*.png`, the README's pictures).
+//! Also checks the server over a real socket: the address it prints, a 404 and a 400.
 //!
 //! Needs `chromium`, `chromium-driver` (Debian) and `python3 -m pip install selenium`;
 //! without them the test skips loudly, and fails in CI.
@@ -134,6 +137,9 @@ fn fixture_run(dir: &Path) {
     }
 }
 
+/// What drive.py writes (and `BREDON_UPDATE_SCREENSHOTS=1` copies to `docs/img/serve-*`).
+const SCREENSHOTS: [&str; 5] = ["play.png", "analyse.png", "watch.png", "fit-1280.png", "fit-1920.png"];
+
 #[test]
 fn chromium_plays_analyses_and_watches() {
     const TEST: &str = "chromium_plays_analyses_and_watches";
@@ -144,7 +150,7 @@ fn chromium_plays_analyses_and_watches() {
     let server = Server::start(&["--run", run.to_str().unwrap()]);
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("screenshots");
     std::fs::create_dir_all(&out).unwrap();
-    for name in ["play.png", "analyse.png", "watch.png", "failure.png"] {
+    for name in SCREENSHOTS.iter().chain(&["failure.png"]) {
         let _ = std::fs::remove_file(out.join(name));
     }
     let began = Instant::now();
@@ -156,7 +162,7 @@ fn chromium_plays_analyses_and_watches() {
         .expect("run drive.py");
     assert!(status.success(), "the browser checks failed (see the output above and {})", out.display());
     eprintln!("browser checks: {:.1} s; screenshots in {}", began.elapsed().as_secs_f64(), out.display());
-    for name in ["play.png", "analyse.png", "watch.png"] {
+    for name in SCREENSHOTS {
         let png = std::fs::read(out.join(name)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{name}: not a screenshot");
         if std::env::var_os("BREDON_UPDATE_SCREENSHOTS").is_some() {
