@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use bredon_infer::Compute;
-use bredon_selfplay::heldout::{HeadErrors, HeldOutSet, measure};
+use bredon_selfplay::heldout::{HeadErrors, HeldOutSet, measure, paired_difference};
 use std::path::PathBuf;
 
 use crate::model_arg::{self, Lanes};
@@ -44,15 +44,28 @@ pub fn run(args: HeldOutArgs, compute: &Compute) -> Result<()> {
             compute.inference
         );
         println!(
-            "{:<44} {:>6} {:>5} {:>6} {:>7} {:>7} {:>7} {:>17} {:>6} {:>5} {:>6}",
-            "model", "step", "gen", "v mse", "bias W", "W move", "B move", "by third o/m/e", "p nll", "top1", "margin"
+            "{:<44} {:>6} {:>5} {:>13} {:>14} {:>7} {:>7} {:>17} {:>13} {:>5} {:>6} {:>25}",
+            "model",
+            "step",
+            "gen",
+            "v mse ± se",
+            "bias W ± se",
+            "W move",
+            "B move",
+            "by third o/m/e",
+            "p nll ± se",
+            "top1",
+            "margin",
+            "Δ mse, Δ nll vs first"
         );
     }
+    let mut baseline: Option<HeadErrors> = None;
     for path in &args.models {
         let meta =
             bredon_nn::checkpoint::read_exported_meta(path).with_context(|| format!("reading {}", path.display()))?;
         let evaluator = model_arg::load_for_size(path, &meta, size, Lanes::One, compute)?;
         let e = measure(&evaluator, &set);
+        let vs_first = baseline.as_ref().map(|f| paired_difference(f, &e));
         if args.json {
             let row = serde_json::json!({
                 "model": path.display().to_string(),
@@ -62,27 +75,35 @@ pub fn run(args: HeldOutArgs, compute: &Compute) -> Result<()> {
                 "generation": meta.generation,
                 "games": set.games,
                 "errors": e,
+                "vs_first": vs_first.map(|d| serde_json::json!({
+                    "value_mse": d[0], "white_bias": d[1], "policy_nll": d[2],
+                })),
             });
             println!("{row}");
         } else {
-            print_row(path, meta.step, meta.generation, &e);
+            print_row(path, meta.step, meta.generation, &e, vs_first);
         }
+        baseline.get_or_insert(e);
     }
     Ok(())
 }
 
-fn print_row(path: &std::path::Path, step: u64, generation: u32, e: &HeadErrors) {
+/// One model's row; `vs_first` is its paired difference from the first model's (value
+/// MSE, White bias, policy NLL, each with its standard error).
+fn print_row(path: &std::path::Path, step: u64, generation: u32, e: &HeadErrors, vs_first: Option<[(f64, f64); 3]>) {
     let name = path.display().to_string();
     let name = if name.len() > 44 { format!("…{}", &name[name.len() - 43..]) } else { name };
     let thirds = e.white_bias_by_third.map(|m| format!("{:+.2}", m.mean)).join("/");
     let margin = e.margin_mae.map_or("-".to_string(), |m| format!("{m:.2}"));
+    let [se_mse, se_bias, se_nll] = e.standard_errors;
+    let mse = format!("{:.3} ± {se_mse:.3}", e.value_mse);
+    let bias = format!("{:+.3} ± {se_bias:.3}", e.white_bias);
+    let nll = format!("{:.3} ± {se_nll:.3}", e.policy_nll);
+    let diff = vs_first.map_or("-".to_string(), |[m, _, p]| format!("{:+.3}±{:.3}, {:+.3}±{:.3}", m.0, m.1, p.0, p.1));
     println!(
-        "{name:<44} {step:>6} {generation:>5} {:>6.3} {:>+7.3} {:>+7.3} {:>+7.3} {thirds:>17} {:>6.3} {:>5.1}% {margin:>6}",
-        e.value_mse,
-        e.white_bias,
+        "{name:<44} {step:>6} {generation:>5} {mse:>13} {bias:>14} {:>+7.3} {:>+7.3} {thirds:>17} {nll:>13} {:>4.1}% {margin:>6} {diff:>25}",
         e.white_bias_by_mover[0].mean,
         e.white_bias_by_mover[1].mean,
-        e.policy_nll,
         100.0 * e.policy_top1
     );
     if e.white_bias_by_half_komi.len() > 1 {

@@ -60,6 +60,8 @@ pub struct HeldOutPosition {
     pub margin: f32,
     /// Which third of its game the position is in: 0, 1 or 2.
     pub third: usize,
+    /// Which game of the set it comes from (0 for the first read).
+    pub game: usize,
 }
 
 /// The positions of every game of one board size with a result.
@@ -114,6 +116,7 @@ impl HeldOutSet {
                     outcome: outcome_for(result, mover),
                     margin: white_margin * sign,
                     third: (3 * ply / plies.max(1)).min(2),
+                    game: set.games - 1,
                 });
             }
         }
@@ -193,6 +196,50 @@ pub struct HeadErrors {
     pub policy_top1: f64,
     /// Mean absolute error of the flat-margin head, in flats (networks with it only).
     pub margin_mae: Option<f64>,
+    /// Standard errors of [`HeadErrors::value_mse`], [`HeadErrors::white_bias`] and
+    /// [`HeadErrors::policy_nll`], with the games as the unit of sampling (a game's
+    /// positions are not independent of each other).
+    pub standard_errors: [f64; 3],
+    /// Per game: positions and the sums of squared value error, White bias and policy NLL
+    /// (for [`paired_difference`]).
+    #[serde(skip)]
+    pub per_game: Vec<GameSums>,
+}
+
+/// One game's share of [`HeadErrors`]: its positions and its sums of squared value error,
+/// White bias and policy NLL.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GameSums {
+    /// Positions.
+    pub n: usize,
+    /// Sums of (value error², White bias, policy NLL).
+    pub sums: [f64; 3],
+}
+
+/// Mean over positions of each of the three sums, and its standard error with games as
+/// the unit of sampling (the ratio estimator's: √Σ_g (S_g − m·n_g)² / Σ_g n_g).
+fn clustered(games: &[GameSums], what: impl Fn(&GameSums) -> f64) -> (f64, f64) {
+    let n: usize = games.iter().map(|g| g.n).sum();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let m = games.iter().map(&what).sum::<f64>() / n as f64;
+    let var: f64 = games.iter().map(|g| (what(g) - m * g.n as f64).powi(2)).sum();
+    (m, var.sqrt() / n as f64)
+}
+
+/// `b` − `a` (two networks measured on the same set) in value MSE, White bias and policy
+/// NLL, each with its standard error over games: paired, so far smaller than either
+/// network's own error.
+pub fn paired_difference(a: &HeadErrors, b: &HeadErrors) -> [(f64, f64); 3] {
+    assert_eq!(a.per_game.len(), b.per_game.len(), "two networks on the same held-out set");
+    let diff: Vec<GameSums> = a
+        .per_game
+        .iter()
+        .zip(&b.per_game)
+        .map(|(x, y)| GameSums { n: x.n, sums: [0, 1, 2].map(|i| y.sums[i] - x.sums[i]) })
+        .collect();
+    [0, 1, 2].map(|i| clustered(&diff, |g| g.sums[i]))
 }
 
 /// Positions evaluated per batch.
@@ -206,6 +253,7 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
     let mut by_komi: BTreeMap<i8, (f64, usize)> = BTreeMap::new();
     let mut by_third = [(0.0, 0usize); 3];
     let mut mse_third = [(0.0, 0usize); 3];
+    let mut per_game = vec![GameSums::default(); set.games];
     for chunk in set.positions.chunks(BATCH) {
         let legal: Vec<Vec<Move>> = chunk.iter().map(|p| p.position.legal_moves()).collect();
         let refs: Vec<&Position> = chunk.iter().map(|p| &p.position).collect();
@@ -229,7 +277,13 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
             by_third[p.third].0 += b;
             by_third[p.third].1 += 1;
             let i = moves.iter().position(|&mv| mv == p.played).expect("the move played is legal");
-            nll -= f64::from(eval.policy[i].max(1e-9)).ln();
+            let surprise = -f64::from(eval.policy[i].max(1e-9)).ln();
+            nll += surprise;
+            let g = &mut per_game[p.game];
+            g.n += 1;
+            g.sums[0] += err * err;
+            g.sums[1] += b;
+            g.sums[2] += surprise;
             let best = eval.policy.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(j, _)| j);
             top1 += usize::from(best == Some(i));
             if let Some(mg) = eval.margin {
@@ -250,6 +304,8 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
         policy_nll: nll / n as f64,
         policy_top1: top1 as f64 / n as f64,
         margin_mae: (margin_n > 0).then(|| margin_err / margin_n as f64),
+        standard_errors: [0, 1, 2].map(|i| clustered(&per_game, |g| g.sums[i]).1),
+        per_game,
     }
 }
 
@@ -341,5 +397,21 @@ mod tests {
         assert!((uniform.policy_nll - want).abs() < 1e-6, "{} vs {want}", uniform.policy_nll);
         // The last legal move is rarely the move played.
         assert!(right.policy_top1 < 0.5, "{}", right.policy_top1);
+        // Standard errors over the two games: none where every position errs alike.
+        assert_eq!(uniform.standard_errors[..2], [0.0, 0.0]);
+        // Paired: the sure network is 1 better in value MSE and 1 less biased, exactly.
+        let [mse, bias, _] = paired_difference(&uniform, &right);
+        assert_eq!((mse, bias), ((-1.0, 0.0), (1.0, 0.0)));
+        let [_, _, same] = paired_difference(&uniform, &uniform);
+        assert_eq!(same, (0.0, 0.0));
+    }
+
+    #[test]
+    fn standard_errors_treat_a_game_as_the_unit() {
+        // Two games of 2 positions: errors 1, 1 and 0, 0 give a mean of 0.5 and a standard
+        // error of √((2 − 1)² + (0 − 1)²) / 4.
+        let games = [GameSums { n: 2, sums: [2.0, 0.0, 0.0] }, GameSums { n: 2, sums: [0.0, 0.0, 0.0] }];
+        let (m, se) = clustered(&games, |g| g.sums[0]);
+        assert_eq!((m, se), (0.5, 2f64.sqrt() / 4.0));
     }
 }
