@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::model_arg::{self, Lanes, ModelFiles};
-use bredon_infer::Compute;
+use bredon_infer::{Compute, InferenceKind, PrecisionChoice};
 use bredon_mcts::SearchConfig;
 
 /// Arguments of `bredon tei`.
@@ -137,7 +137,7 @@ pub fn run(args: TeiArgs, compute: &Compute) -> Result<()> {
         default_visits: args.visits,
         size: args.size,
         seed: args.seed,
-        options: OptionValues { threads, hash_mb: args.hash, ..defaults.options },
+        options: OptionValues { threads, hash_mb: args.hash, precision: precision_of(compute), ..defaults.options },
         search: SearchConfig {
             solver_share: args.solver_share,
             score_utility: args.score_utility,
@@ -172,7 +172,11 @@ fn engine_models(files: &ModelFiles, lanes: Lanes, compute: &Compute, cache_byte
         let Some((path, meta)) = files.for_size(size) else { continue };
         let (path, meta, compute) = (path.clone(), meta.clone(), compute.clone());
         let half_komi = meta.half_komi;
-        let load: Arc<Loader> = Arc::new(move || {
+        let load: Arc<Loader> = Arc::new(move |precision| {
+            // The `Precision` option picks the fast path's arithmetic; burn's and the GPU's
+            // paths have none to pick.
+            let inference = compute.inference.with_precision(precision).unwrap_or(compute.inference);
+            let compute = Compute { inference, ..compute.clone() };
             let net = model_arg::load_for_size(&path, &meta, size, lanes, &compute).map_err(|e| format!("{e:#}"))?;
             let evaluator = model_arg::cached(Arc::new(net), cache_bytes);
             Ok(Net { evaluator, trained_half_komi: Some(half_komi) })
@@ -185,6 +189,15 @@ fn engine_models(files: &ModelFiles, lanes: Lanes, compute: &Compute, cache_byte
         models.insert(size, model)?;
     }
     Ok(models)
+}
+
+/// The `Precision` option's default: the fast path's precision `--precision` chose
+/// (`auto` when the path has none).
+fn precision_of(compute: &Compute) -> PrecisionChoice {
+    match compute.inference {
+        InferenceKind::Auto(p) | InferenceKind::Fast(p) => p,
+        InferenceKind::Burn | InferenceKind::Wgsl(_) => PrecisionChoice::Auto,
+    }
 }
 
 /// `ADDR:PORT` as given, or `PORT` alone on the loopback.
@@ -245,9 +258,12 @@ mod tests {
             let m = models.get(n).unwrap();
             assert_eq!((m.name.as_str(), m.trained_size), (shipped("5x5.bredon").to_str().unwrap(), Some(5)), "{n}");
         }
-        assert!(models.sizes().all(|n| !models.get(n).unwrap().is_loaded()), "nothing loads at startup");
+        assert!(
+            models.sizes().all(|n| !models.get(n).unwrap().is_loaded(PrecisionChoice::Auto)),
+            "nothing loads at startup"
+        );
         // The 5x5 network on its own size answers as the file loaded directly.
-        let five = models.get(5).unwrap().net().unwrap();
+        let five = models.get(5).unwrap().net(PrecisionChoice::Auto).unwrap();
         assert_eq!(five.trained_half_komi, Some(files.get(5).unwrap().1.half_komi));
         let direct = model_arg::load(Some(&shipped("5x5.bredon")), Some(5), Lanes::One, &Compute::cpu()).unwrap();
         let pos = bredon_rules::Position::new(5).unwrap();
@@ -257,7 +273,7 @@ mod tests {
             direct.evaluator.evaluate_batch(&[&pos], &[&legal])
         );
         // Carried to 7x7 it evaluates 7x7 positions: a policy over every legal move.
-        let seven = models.get(7).unwrap().net().unwrap();
+        let seven = models.get(7).unwrap().net(PrecisionChoice::Auto).unwrap();
         let mut pos = bredon_rules::Position::new(7).unwrap();
         for ptn in ["a1", "g7", "d4", "Cc3", "d4<"] {
             pos.play(bredon_rules::notation::parse_move(ptn, 7).unwrap()).unwrap();
@@ -266,7 +282,7 @@ mod tests {
         let eval = seven.evaluator.evaluate_batch(&[&pos], &[&legal]).pop().unwrap();
         assert_eq!(eval.policy.len(), legal.len());
         assert!((eval.policy.iter().sum::<f32>() - 1.0).abs() < 1e-3 && eval.value.abs() <= 1.0, "{eval:?}");
-        assert!(models.get(8).is_some_and(|m| !m.is_loaded()), "a size loads only when used");
+        assert!(models.get(8).is_some_and(|m| !m.is_loaded(PrecisionChoice::Auto)), "a size loads only when used");
         let err = ModelFiles::read(&[shipped("4x4.bredon"), shipped("4x4-v1.bredon")]).err().expect("two 4x4 models");
         assert!(err.to_string().contains("two 4x4 models"), "{err}");
         // Only models with layers sized by their board: the other sizes are not offered.

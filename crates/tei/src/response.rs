@@ -84,6 +84,18 @@ impl OptionInfo {
             vars: Vec::new(),
         }
     }
+
+    /// A `combo` option: one of `vars`, `default` at first.
+    pub fn combo(name: &str, default: &str, vars: &[&str]) -> OptionInfo {
+        OptionInfo {
+            name: name.to_string(),
+            kind: OptionType::Combo,
+            default: Some(default.to_string()),
+            min: None,
+            max: None,
+            vars: vars.iter().map(|v| v.to_string()).collect(),
+        }
+    }
 }
 
 /// The result of a solved position, for the side to move.

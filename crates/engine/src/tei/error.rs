@@ -91,7 +91,7 @@ pub enum ListenError {
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OptionError {
     /// No such option.
-    #[error("unknown option {name:?} (the options are HalfKomi, MultiPV, Threads and Hash)")]
+    #[error("unknown option {name:?} (the options are HalfKomi, MultiPV, Threads, Hash and Precision)")]
     Unknown {
         /// The name as sent.
         name: String,
@@ -105,6 +105,16 @@ pub enum OptionError {
         min: i64,
         /// Its largest value.
         max: i64,
+    },
+    /// A value that is not one of a `combo` option's.
+    #[error("{option} must be one of {choices}, got {value:?}")]
+    NotAChoice {
+        /// The option.
+        option: &'static str,
+        /// The value as sent.
+        value: String,
+        /// Its values, comma-separated.
+        choices: String,
     },
     /// A value that is not an integer in the option's bounds.
     #[error("{option} must be an integer from {min} to {max}, got {value:?}")]

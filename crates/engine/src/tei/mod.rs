@@ -114,7 +114,13 @@ impl Default for EngineSettings {
             default_visits: 800,
             size: None,
             seed: 0,
-            options: OptionValues { half_komi: 0, multi_pv: 1, threads: available_threads(), hash_mb: 1024 },
+            options: OptionValues {
+                half_komi: 0,
+                multi_pv: 1,
+                threads: available_threads(),
+                hash_mb: 1024,
+                precision: bredon_infer::PrecisionChoice::Auto,
+            },
             search: bredon_mcts::play_config(),
             name: format!("Bredon {}", env!("CARGO_PKG_VERSION")),
         }
@@ -153,6 +159,8 @@ pub struct TeiEngine {
     /// The (board size, half komi) last warned about as not the model's komi, so that a
     /// game gets the warning once, not at every move.
     komi_warned: Option<(usize, i8)>,
+    /// The sizes whose network carried from another size has been said (once each).
+    carried_said: std::collections::BTreeSet<usize>,
 }
 
 impl TeiEngine {
@@ -175,6 +183,7 @@ impl TeiEngine {
             running: None,
             searches: 0,
             komi_warned: None,
+            carried_said: Default::default(),
         }
     }
 
@@ -225,6 +234,8 @@ impl TeiEngine {
             TeiCommand::IsReady => self.tell(Response::ReadyOk),
             TeiCommand::SetOption { name, value } => match self.options.set(&name, value.as_deref()) {
                 Ok(EngineOption::HalfKomi) => self.tree = None,
+                // Built now if it is new in this precision, not on the clock of the next `go`.
+                Ok(EngineOption::Precision) => self.prepare_model(),
                 Ok(_) => {}
                 Err(e) => self.error(e),
             },
@@ -299,7 +310,14 @@ impl TeiEngine {
         self.position = None;
         self.tree = None;
         self.komi_warned = None;
+        self.prepare_model();
+    }
+
+    /// Builds the current size's network in the current precision if this is its first
+    /// use so, and says once if it failed or is carried from another size.
+    fn prepare_model(&mut self) {
         let n = self.size;
+        let precision = self.options.precision;
         match self.models.get(n) {
             None if self.models.is_empty() => {}
             None => {
@@ -312,13 +330,13 @@ impl TeiEngine {
             // The game's network is built now if this is its size's first game, not
             // on the clock of its first `go`.
             Some(model) => {
-                let first = !model.is_loaded();
-                let line = match (model.net(), model.trained_size) {
+                let first = !model.is_loaded(precision);
+                let line = match (model.net(precision), model.trained_size) {
                     (Err(e), _) if first => Some(format!(
                         "info string warning: the {n}x{n} model {} did not load ({e}); searching with the uniform evaluator",
                         model.name
                     )),
-                    (Ok(_), Some(t)) if first => Some(format!(
+                    (Ok(_), Some(t)) if first && self.carried_said.insert(n) => Some(format!(
                         "info string note: no {n}x{n} model; {n}x{n} games are played by {}, a {t}x{t} network carried to {n}x{n}",
                         model.name
                     )),
@@ -395,7 +413,9 @@ impl TeiEngine {
     /// values are then biased (the search still answers with it).
     fn warn_komi_mismatch(&mut self, half_komi: i8) {
         let Some(model) = self.models.get(self.size) else { return };
-        let Some(trained) = model.net().ok().and_then(|net| net.trained_half_komi) else { return };
+        let Some(trained) = model.net(self.options.precision).ok().and_then(|net| net.trained_half_komi) else {
+            return;
+        };
         if trained == half_komi || self.komi_warned == Some((self.size, half_komi)) {
             return;
         }
@@ -413,8 +433,8 @@ impl TeiEngine {
 
     /// The evaluator for the current game size.
     fn evaluator(&self) -> Arc<dyn Evaluator> {
-        match self.models.get(self.size).map(Model::net) {
-            Some(Ok(net)) => net.evaluator.clone(),
+        match self.models.get(self.size).map(|m| m.net(self.options.precision)) {
+            Some(Ok(net)) => net.evaluator,
             _ => Arc::new(UniformEvaluator),
         }
     }
@@ -491,7 +511,7 @@ impl TeiEngine {
                 sink.send_line(&format!(
                     "info string Hash full: {} visits fill {hash_mb} MB; setoption name Hash value N (MB, at most {}) searches further",
                     result.root_visits,
-                    EngineOption::Hash.bounds().end()
+                    EngineOption::Hash.bounds().map_or(0, |b| *b.end())
                 ));
             }
             if solved && !result.proven {

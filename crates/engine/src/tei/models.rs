@@ -1,9 +1,10 @@
 //! [`Models`]: the networks the engine plays with, one per board size, given as values or
 //! loaded on first use.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
+use bredon_infer::PrecisionChoice;
 use bredon_mcts::Evaluator;
 
 use super::error::ModelsError;
@@ -18,15 +19,22 @@ pub struct Net {
     pub trained_half_komi: Option<i8>,
 }
 
-/// Builds a board size's network when the engine first needs it; an error is a message
-/// for an `info string` line.
-pub type Loader = dyn Fn() -> Result<Net, String> + Send + Sync;
+/// Builds a board size's network, in the fast path's arithmetic asked for, when the engine
+/// first needs it; an error is a message for an `info string` line.
+pub type Loader = dyn Fn(PrecisionChoice) -> Result<Net, String> + Send + Sync;
+
+/// What a model holds: one network whatever the precision, or those a loader built.
+#[derive(Clone)]
+enum Built {
+    Ready(Net),
+    Lazy { load: Arc<Loader>, built: Arc<Mutex<HashMap<PrecisionChoice, Result<Net, String>>>> },
+}
 
 /// One board size's network as the engine sees it: given, or built by a [`Loader`] the first
-/// time a game of its size needs it (then kept, and shared by every clone: the engines of
-/// `bredon tei --listen`'s connections load a network once). A name for messages (its
-/// file, for the engine of `bredon tei`) and, for a network trained on another size
-/// that plays this one, that size.
+/// time a game of its size needs it in a precision (then kept, and shared by every clone:
+/// the engines of `bredon tei --listen`'s connections load a network once). A name for
+/// messages (its file, for the engine of `bredon tei`) and, for a network trained on
+/// another size that plays this one, that size.
 #[derive(Clone)]
 pub struct Model {
     /// Named in warnings (a file path, a model id).
@@ -34,21 +42,19 @@ pub struct Model {
     /// The board size the network was trained on when it is not the size it plays here
     /// (a network carried to another size: no model of this size was given).
     pub trained_size: Option<usize>,
-    loader: Option<Arc<Loader>>,
-    net: Arc<OnceLock<Result<Net, String>>>,
+    built: Built,
 }
 
 impl Model {
-    /// A network that is already built.
+    /// A network that is already built (it plays in whatever precision it was built in).
     pub fn ready(net: Net, name: impl Into<String>) -> Model {
-        let cell = OnceLock::new();
-        let _ = cell.set(Ok(net));
-        Model { name: name.into(), trained_size: None, loader: None, net: Arc::new(cell) }
+        Model { name: name.into(), trained_size: None, built: Built::Ready(net) }
     }
 
-    /// A network `load` builds the first time a game needs it.
+    /// A network `load` builds the first time a game needs it in a precision.
     pub fn lazy(name: impl Into<String>, load: Arc<Loader>) -> Model {
-        Model { name: name.into(), trained_size: None, loader: Some(load), net: Arc::new(OnceLock::new()) }
+        let built = Built::Lazy { load, built: Arc::default() };
+        Model { name: name.into(), trained_size: None, built }
     }
 
     /// The same, said to be a network trained on `size` boards playing another size.
@@ -56,19 +62,24 @@ impl Model {
         Model { trained_size: Some(size), ..self }
     }
 
-    /// The network, built now if this is its first use; the loader's error (kept: a
-    /// network that failed to load is not tried at every move).
-    pub fn net(&self) -> Result<&Net, &str> {
-        let built = self.net.get_or_init(|| match &self.loader {
-            Some(load) => load(),
-            None => Err("no network".to_string()),
-        });
-        built.as_ref().map_err(String::as_str)
+    /// The network in `precision`, built now if this is its first use so; the loader's
+    /// error (kept: a network that failed to load is not tried at every move).
+    pub fn net(&self, precision: PrecisionChoice) -> Result<Net, String> {
+        match &self.built {
+            Built::Ready(net) => Ok(net.clone()),
+            Built::Lazy { load, built } => {
+                let mut built = built.lock().unwrap_or_else(|p| p.into_inner());
+                built.entry(precision).or_insert_with(|| load(precision)).clone()
+            }
+        }
     }
 
-    /// Whether the network has been built (or failed to be).
-    pub fn is_loaded(&self) -> bool {
-        self.net.get().is_some()
+    /// Whether the network has been built in `precision` (or failed to be).
+    pub fn is_loaded(&self, precision: PrecisionChoice) -> bool {
+        match &self.built {
+            Built::Ready(_) => true,
+            Built::Lazy { built, .. } => built.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&precision),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::ops::RangeInclusive;
 
+use bredon_infer::PrecisionChoice;
 use bredon_tei::OptionInfo;
 
 use super::error::OptionError;
@@ -9,7 +10,8 @@ use super::error::OptionError;
 /// Komi values (half points) the engine plays: `HalfKomi` and `teinewgame … halfkomi K`.
 pub const HALF_KOMI: RangeInclusive<i8> = -10..=10;
 
-/// An option of the engine; each is a TEI `spin` (an integer with bounds).
+/// An option of the engine: a TEI `spin` (an integer with bounds), or `Precision`, a
+/// `combo`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineOption {
     /// `HalfKomi`: the komi in half points for the games from the next `position` on.
@@ -20,7 +22,13 @@ pub enum EngineOption {
     Threads,
     /// `Hash`: the search tree's memory in MB (see [`NODE_BYTES`]).
     Hash,
+    /// `Precision`: the arithmetic of the network's CPU fast path (`auto`, `f32`,
+    /// `int8`; [`PrecisionChoice`]), from the next `go` on.
+    Precision,
 }
+
+/// The values of `Precision`, in the handshake's order.
+pub const PRECISIONS: [&str; 3] = ["auto", "f32", "int8"];
 
 /// Bytes counted per node of the search tree, by which `Hash` (MB) becomes a node budget:
 /// a little above the size of `bredon_mcts`'s tree node (which is private to it). The
@@ -31,8 +39,13 @@ pub const NODE_BYTES: u64 = 48;
 
 impl EngineOption {
     /// Every option, in the order of the handshake.
-    pub const ALL: [EngineOption; 4] =
-        [EngineOption::HalfKomi, EngineOption::MultiPv, EngineOption::Threads, EngineOption::Hash];
+    pub const ALL: [EngineOption; 5] = [
+        EngineOption::HalfKomi,
+        EngineOption::MultiPv,
+        EngineOption::Threads,
+        EngineOption::Hash,
+        EngineOption::Precision,
+    ];
 
     /// The name in `option` and `setoption` lines (matched without regard to case).
     pub fn name(self) -> &'static str {
@@ -41,16 +54,18 @@ impl EngineOption {
             EngineOption::MultiPv => "MultiPV",
             EngineOption::Threads => "Threads",
             EngineOption::Hash => "Hash",
+            EngineOption::Precision => "Precision",
         }
     }
 
-    /// The values allowed.
-    pub fn bounds(self) -> RangeInclusive<i64> {
+    /// The values a `spin` allows (`None` for the `combo` `Precision`).
+    pub fn bounds(self) -> Option<RangeInclusive<i64>> {
         match self {
-            EngineOption::HalfKomi => i64::from(*HALF_KOMI.start())..=i64::from(*HALF_KOMI.end()),
-            EngineOption::MultiPv => 1..=16,
-            EngineOption::Threads => 1..=256,
-            EngineOption::Hash => 1..=65_536,
+            EngineOption::HalfKomi => Some(i64::from(*HALF_KOMI.start())..=i64::from(*HALF_KOMI.end())),
+            EngineOption::MultiPv => Some(1..=16),
+            EngineOption::Threads => Some(1..=256),
+            EngineOption::Hash => Some(1..=65_536),
+            EngineOption::Precision => None,
         }
     }
 
@@ -63,6 +78,8 @@ impl EngineOption {
 /// The values of the options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionValues {
+    /// The network's arithmetic on the CPU fast path.
+    pub precision: PrecisionChoice,
     /// Komi in half points.
     pub half_komi: i8,
     /// Lines per report.
@@ -74,20 +91,23 @@ pub struct OptionValues {
 }
 
 impl OptionValues {
-    /// The value of `option`.
+    /// The value of a `spin` option (`Precision` is [`OptionValues::precision`]).
     pub fn get(&self, option: EngineOption) -> i64 {
         match option {
             EngineOption::HalfKomi => self.half_komi.into(),
             EngineOption::MultiPv => self.multi_pv.into(),
             EngineOption::Threads => self.threads as i64,
             EngineOption::Hash => self.hash_mb as i64,
+            EngineOption::Precision => 0,
         }
     }
 
     /// The handshake's line for `option`, with these values as the defaults.
     pub fn declaration(&self, option: EngineOption) -> OptionInfo {
-        let bounds = option.bounds();
-        OptionInfo::spin(option.name(), self.get(option), *bounds.start(), *bounds.end())
+        match option.bounds() {
+            Some(bounds) => OptionInfo::spin(option.name(), self.get(option), *bounds.start(), *bounds.end()),
+            None => OptionInfo::combo(option.name(), self.precision.name(), &PRECISIONS),
+        }
     }
 
     /// `setoption name NAME value VALUE`: sets the option and says which it was, or
@@ -96,7 +116,15 @@ impl OptionValues {
         let Some(option) = EngineOption::from_name(name) else {
             return Err(OptionError::Unknown { name: name.to_string() });
         };
-        let bounds = option.bounds();
+        let Some(bounds) = option.bounds() else {
+            let choices = PRECISIONS.join(", ");
+            let text = value.map(str::trim).unwrap_or_default();
+            self.precision = match text.parse::<PrecisionChoice>() {
+                Ok(p) if PRECISIONS.contains(&p.name()) => p,
+                _ => return Err(OptionError::NotAChoice { option: option.name(), value: text.to_string(), choices }),
+            };
+            return Ok(option);
+        };
         let (min, max) = (*bounds.start(), *bounds.end());
         let Some(text) = value else { return Err(OptionError::MissingValue { option: option.name(), min, max }) };
         let v = match text.trim().parse::<i64>() {
@@ -109,6 +137,7 @@ impl OptionValues {
             EngineOption::MultiPv => self.multi_pv = v as u32,
             EngineOption::Threads => self.threads = v as usize,
             EngineOption::Hash => self.hash_mb = v as u64,
+            EngineOption::Precision => unreachable!("a combo, handled above"),
         }
         Ok(option)
     }

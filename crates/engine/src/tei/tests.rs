@@ -1,4 +1,6 @@
 use super::*;
+
+const AUTO: bredon_infer::PrecisionChoice = bredon_infer::PrecisionChoice::Auto;
 use bredon_infer::NetEvaluator;
 use bredon_mcts::Evaluation;
 use bredon_nn::load_exported;
@@ -72,16 +74,17 @@ fn handshake_lists_sizes_komi_and_bounded_options_then_teiok() {
     assert_eq!(lines[2], "size 3 4 5 6 7 8 halfkomi -10 -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8 9 10");
     let threads = available_threads();
     assert_eq!(
-        lines[3..7],
+        lines[3..8],
         [
             "option name HalfKomi type spin default 0 min -10 max 10".to_string(),
             "option name MultiPV type spin default 1 min 1 max 16".to_string(),
             "option name Threads type spin default 1 min 1 max 256".to_string(),
             "option name Hash type spin default 1024 min 1 max 65536".to_string(),
+            "option name Precision type combo default auto var auto var f32 var int8".to_string(),
         ]
     );
     assert_eq!(lines.last().unwrap(), "teiok");
-    assert_eq!(lines.len(), 8);
+    assert_eq!(lines.len(), 9);
     for line in &lines {
         parse_response(line).unwrap_or_else(|err| panic!("{line}: {err}"));
     }
@@ -140,9 +143,10 @@ fn bad_input_gets_one_info_string_and_the_engine_goes_on() {
         ("setoption name Threads value 0", "Threads must be an integer from 1 to 256, got \"0\""),
         ("setoption name Hash value lots", "Hash must be an integer from 1 to 65536, got \"lots\""),
         ("setoption name MultiPV", "setoption name MultiPV needs a value from 1 to 16"),
+        ("setoption name Precision", "Precision must be one of auto, f32, int8, got \"\""),
         (
             "setoption name Colour value red",
-            "unknown option \"Colour\" (the options are HalfKomi, MultiPV, Threads and Hash)",
+            "unknown option \"Colour\" (the options are HalfKomi, MultiPV, Threads, Hash and Precision)",
         ),
         ("go nodes x", "go: nodes value \"x\" is not a number"),
         ("teinewgame size 6 komi 4", "teinewgame: unexpected \"komi\""),
@@ -179,11 +183,17 @@ fn options_are_set_whatever_their_case() {
         "setoption name MULTIPV value 3",
         "setoption name Threads value 2",
         "setoption name hash value 64",
+        "setoption name precision value F32",
     ] {
         e.handle_line(line);
     }
     assert!(take(&out).is_empty());
-    assert_eq!(e.options(), OptionValues { half_komi: 4, multi_pv: 3, threads: 2, hash_mb: 64 });
+    let f32 = bredon_infer::PrecisionChoice::Exactly(bredon_infer::Precision::F32);
+    assert_eq!(e.options(), OptionValues { half_komi: 4, multi_pv: 3, threads: 2, hash_mb: 64, precision: f32 });
+    // Not one of its values: refused with them, and the option keeps its value.
+    e.handle_line("setoption name Precision value bf16");
+    assert_eq!(take(&out), ["info string error: Precision must be one of auto, f32, int8, got \"bf16\""]);
+    assert_eq!(e.options().precision, f32);
 }
 
 #[test]
@@ -325,7 +335,7 @@ fn the_clock_limit_is_the_movers_and_movestogo_shortens_it() {
 #[test]
 fn a_komi_other_than_the_models_is_warned_once_per_game_and_the_search_answers() {
     let models = shipped_models(&["4x4.bredon"]);
-    let trained = models.get(4).unwrap().net().unwrap().trained_half_komi.unwrap();
+    let trained = models.get(4).unwrap().net(AUTO).unwrap().trained_half_komi.unwrap();
     let (mut e, out) = engine_with(models);
     let warnings = |lines: &[String]| lines.iter().filter(|l| l.contains("warning") && l.contains("komi")).count();
     // The model's own komi: no warning.
@@ -375,7 +385,7 @@ fn a_komi_other_than_the_models_is_warned_once_per_game_and_the_search_answers()
 #[test]
 fn the_shipped_6x6_model_plays_komi_2_without_a_warning() {
     let models = shipped_models(&["6x6.bredon"]);
-    assert_eq!(models.get(6).unwrap().net().unwrap().trained_half_komi, Some(4), "6x6 is trained with komi 2");
+    assert_eq!(models.get(6).unwrap().net(AUTO).unwrap().trained_half_komi, Some(4), "6x6 is trained with komi 2");
     let (mut e, out) = engine_with(models);
     e.handle_line("teinewgame size 6 halfkomi 4");
     e.handle_line("position startpos moves a1 f6");
@@ -407,8 +417,8 @@ fn komi_reaches_the_position_from_either_dialect() {
 fn teinewgame_picks_the_model_for_its_size() {
     let models = shipped_models(&["5x5.bredon", "4x4.bredon"]);
     assert_eq!(models.sizes().collect::<Vec<_>>(), [4, 5]);
-    let net4 = models.get(4).unwrap().net().unwrap().evaluator.clone();
-    let net5 = models.get(5).unwrap().net().unwrap().evaluator.clone();
+    let net4 = models.get(4).unwrap().net(AUTO).unwrap().evaluator.clone();
+    let net5 = models.get(5).unwrap().net(AUTO).unwrap().evaluator.clone();
     let (mut e, out) = engine_with(models);
     assert_eq!(e.size(), 6, "two models and no size: the TEI default");
     for (line, size, net) in
@@ -451,7 +461,7 @@ fn networks_load_at_their_sizes_first_game_once_and_a_failed_one_leaves_the_unif
     let loads = Arc::new(AtomicUsize::new(0));
     let counted = |result: Result<(), &'static str>| -> Arc<Loader> {
         let loads = loads.clone();
-        Arc::new(move || {
+        Arc::new(move |_| {
             loads.fetch_add(1, Ordering::SeqCst);
             result
                 .map(|_| Net { evaluator: Arc::new(DrawishEvaluator), trained_half_komi: Some(4) })
@@ -497,6 +507,18 @@ fn networks_load_at_their_sizes_first_game_once_and_a_failed_one_leaves_the_unif
     let lines = take(&out);
     parse_move(&bestmove(&lines), 8).unwrap();
     assert_eq!(loads.load(Ordering::SeqCst), 3, "a failed load is not retried at every move");
+    // Another precision is another network, built when the option is set.
+    e.handle_line("teinewgame size 6 halfkomi 4");
+    e.handle_line("setoption name Precision value f32");
+    assert_eq!(loads.load(Ordering::SeqCst), 4);
+    e.handle_line("setoption name Precision value f32");
+    e.handle_line("teinewgame size 6 halfkomi 4");
+    assert_eq!(loads.load(Ordering::SeqCst), 4);
+    // The carried network's note is said once a size, whatever the precision.
+    take(&out);
+    e.handle_line("teinewgame size 7 halfkomi 4");
+    assert_eq!(loads.load(Ordering::SeqCst), 5);
+    assert!(take(&out).is_empty());
 }
 
 /// An evaluator with a uniform policy that says the side to move stands a little better,
