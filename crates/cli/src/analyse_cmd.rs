@@ -48,19 +48,24 @@ pub fn run(args: AnalyseArgs, compute: &bredon_infer::Compute) -> Result<()> {
 }
 
 /// The JSON analysis engine with `models` (each for its own board size), or without any
-/// the shipped `NxN.bredon` of every size that has one.
+/// the shipped `NxN.bredon` of every size that has one, and for every other size the
+/// nearest one that plays every size, carried there (as `bredon tei` plays it).
 pub fn json_engine(models: &[PathBuf], compute: &bredon_infer::Compute) -> Result<AnalysisEngine> {
-    let paths: Vec<PathBuf> = if models.is_empty() {
-        let dirs = model_arg::default_model_dirs();
-        (3..=8).filter_map(|n| model_arg::find_model(&dirs, n)).collect()
-    } else {
-        models.to_vec()
-    };
     let mut by_size = std::collections::BTreeMap::new();
-    for path in &paths {
-        let (size, model) = analysis_model(path, compute)?;
-        if by_size.insert(size, model).is_some() {
-            bail!("two {size}x{size} models given ({} is the second)", path.display());
+    if models.is_empty() {
+        let files = model_arg::ModelFiles::find(&model_arg::default_model_dirs())?;
+        for size in 3..=8 {
+            if let Some((path, meta)) = files.for_size(size) {
+                by_size.insert(size, analysis_model(path, meta.size, size, compute)?);
+            }
+        }
+    } else {
+        for path in models {
+            let meta = bredon_nn::checkpoint::read_exported_meta(path)
+                .with_context(|| format!("loading {}", path.display()))?;
+            if by_size.insert(meta.size, analysis_model(path, meta.size, meta.size, compute)?).is_some() {
+                bail!("two {0}x{0} models given ({1} is the second)", meta.size, path.display());
+            }
         }
     }
     for (size, m) in &by_size {
@@ -70,19 +75,25 @@ pub fn json_engine(models: &[PathBuf], compute: &bredon_infer::Compute) -> Resul
 }
 
 /// A network for the analysis engine: the search's evaluator and the heads, from one
-/// file; with its board size.
-fn analysis_model(path: &Path, compute: &bredon_infer::Compute) -> Result<(usize, AnalysisModel)> {
+/// file (a network trained on `trained` boards) for `size` boards.
+fn analysis_model(path: &Path, trained: usize, size: usize, compute: &bredon_infer::Compute) -> Result<AnalysisModel> {
     let (net, meta) = bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+    let cfg = bredon_netform::NetConfig { size: trained, ..meta.net };
+    let Some((net, _)) = net.on_size(&cfg, size) else {
+        bail!(
+            "{} is a {trained}x{trained} network with layers sized by its board: it plays no other size",
+            path.display()
+        );
+    };
+    let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+    let name =
+        if trained == size { file } else { format!("{file} (a {trained}x{trained} network carried to {size}x{size})") };
     let model = AnalysisModel {
         name,
-        evaluator: model_arg::cached(
-            Arc::new(compute.evaluator(net.clone(), meta.size, 1)),
-            model_arg::EVAL_CACHE_BYTES,
-        ),
-        heads: Some(Arc::new(bredon_nn::Heads::new(net, meta.size))),
+        evaluator: model_arg::cached(Arc::new(compute.evaluator(net.clone(), size, 1)), model_arg::EVAL_CACHE_BYTES),
+        heads: Some(Arc::new(bredon_nn::Heads::new(net, size))),
     };
-    Ok((meta.size, model))
+    Ok(model)
 }
 
 /// [`run`] into any writer.

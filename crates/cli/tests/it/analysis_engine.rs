@@ -62,6 +62,11 @@ fn each_bad_query_gets_an_error_naming_its_field_and_the_next_is_answered() {
         assert_eq!(a["model"], "4x4.bredon", "the shipped 4x4 network: {a}");
         assert_eq!(a["ownership"].as_array().map(Vec::len), Some(16), "{a}");
     }
+    // 7x7 has no shipped model: the 6x6 network carried there answers, with its heads.
+    let a = ask(r#"{"id":"seven","tps":"x7/x7/x7/x7/x7/x7/x7 1 1","visits":16,"ownership":true}"#);
+    assert_eq!(a["model"], "6x6.bredon (a 6x6 network carried to 7x7)", "{a}");
+    assert_eq!(a["ownership"].as_array().map(Vec::len), Some(49), "{a}");
+    assert!(a["wdl"].is_array() && a["best_move"].is_string(), "{a}");
     drop(stdin);
     assert!(lines.next().is_none(), "nothing more after the end of input");
     assert!(engine.wait().unwrap().success());
