@@ -340,8 +340,7 @@ impl PlayerSpec {
                 let (model, meta) = bredon_nn::load_exported(&path).map_err(|e| {
                     SpecError::new(&name, SpecErrorKind::Checkpoint { path: path.clone(), source: Box::new(e) })
                 })?;
-                let trained = bredon_netform::NetConfig { size: meta.size, ..meta.net.clone() };
-                let Some((model, _)) = model.on_size(&trained, size) else {
+                let Some((model, _)) = model.on_size(&meta.net, size) else {
                     let kind = SpecErrorKind::OtherSize { path: path.clone(), trained: meta.size, size };
                     return Err(SpecError::new(&name, kind));
                 };

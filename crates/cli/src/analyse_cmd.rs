@@ -55,16 +55,15 @@ pub fn json_engine(models: &[PathBuf], compute: &bredon_infer::Compute) -> Resul
     if models.is_empty() {
         let files = model_arg::ModelFiles::find(&model_arg::default_model_dirs())?;
         for size in 3..=8 {
-            if let Some((path, meta)) = files.for_size(size) {
-                by_size.insert(size, analysis_model(path, meta.size, size, compute)?);
+            if let Some((path, _)) = files.for_size(size) {
+                by_size.insert(size, analysis_model(path, Some(size), compute)?.1);
             }
         }
     } else {
         for path in models {
-            let meta = bredon_nn::checkpoint::read_exported_meta(path)
-                .with_context(|| format!("loading {}", path.display()))?;
-            if by_size.insert(meta.size, analysis_model(path, meta.size, meta.size, compute)?).is_some() {
-                bail!("two {0}x{0} models given ({1} is the second)", meta.size, path.display());
+            let (size, model) = analysis_model(path, None, compute)?;
+            if by_size.insert(size, model).is_some() {
+                bail!("two {size}x{size} models given ({} is the second)", path.display());
             }
         }
     }
@@ -75,16 +74,15 @@ pub fn json_engine(models: &[PathBuf], compute: &bredon_infer::Compute) -> Resul
 }
 
 /// A network for the analysis engine: the search's evaluator and the heads, from one
-/// file (a network trained on `trained` boards) for `size` boards.
-fn analysis_model(path: &Path, trained: usize, size: usize, compute: &bredon_infer::Compute) -> Result<AnalysisModel> {
-    let (net, meta) = bredon_nn::load_exported(path).with_context(|| format!("loading {}", path.display()))?;
-    let cfg = bredon_netform::NetConfig { size: trained, ..meta.net };
-    let Some((net, _)) = net.on_size(&cfg, size) else {
-        bail!(
-            "{} is a {trained}x{trained} network with layers sized by its board: it plays no other size",
-            path.display()
-        );
+/// file, for `size` boards (carried there, [`model_arg::load_net_for_size`]) or its own;
+/// with the size it plays.
+fn analysis_model(path: &Path, size: Option<usize>, compute: &bredon_infer::Compute) -> Result<(usize, AnalysisModel)> {
+    let loading = || format!("loading {}", path.display());
+    let (net, meta) = match size {
+        Some(size) => model_arg::load_net_for_size(path, size).with_context(loading)?,
+        None => bredon_nn::load_exported(path).with_context(loading)?,
     };
+    let (trained, size) = (meta.size, size.unwrap_or(meta.size));
     let file = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
     let name =
         if trained == size { file } else { format!("{file} (a {trained}x{trained} network carried to {size}x{size})") };
@@ -93,7 +91,7 @@ fn analysis_model(path: &Path, trained: usize, size: usize, compute: &bredon_inf
         evaluator: model_arg::cached(Arc::new(compute.evaluator(net.clone(), size, 1)), model_arg::EVAL_CACHE_BYTES),
         heads: Some(Arc::new(bredon_nn::Heads::new(net, size))),
     };
-    Ok(model)
+    Ok((size, model))
 }
 
 /// [`run`] into any writer.

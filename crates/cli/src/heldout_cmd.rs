@@ -61,9 +61,7 @@ pub fn run(args: HeldOutArgs, compute: &Compute) -> Result<()> {
     }
     let mut baseline: Option<HeadErrors> = None;
     for path in &args.models {
-        let meta =
-            bredon_nn::checkpoint::read_exported_meta(path).with_context(|| format!("reading {}", path.display()))?;
-        let evaluator = model_arg::load_for_size(path, &meta, size, Lanes::One, compute)?;
+        let (evaluator, meta) = model_arg::load_for_size(path, size, Lanes::One, compute)?;
         let e = measure(&evaluator, &set);
         let vs_first = baseline.as_ref().map(|f| paired_difference(f, &e));
         if args.json {

@@ -168,25 +168,25 @@ impl ModelFiles {
     }
 }
 
-/// The network of the model at `path` (metadata `meta`) for games on `size` boards:
-/// carried there when it was trained on another size ([`bredon_nn::TakNet::on_size`]).
-pub fn load_for_size(
-    path: &Path,
-    meta: &ModelMeta,
-    size: usize,
-    lanes: Lanes,
-    compute: &Compute,
-) -> Result<NetEvaluator> {
-    let (model, _) = load_exported(path)?;
-    let trained = bredon_netform::config::NetConfig { size: meta.size, ..meta.net.clone() };
-    let Some((model, _)) = model.on_size(&trained, size) else {
+/// The network of the model at `path` for games on `size` boards, with the model's
+/// metadata: carried there when it was trained on another size
+/// ([`bredon_nn::TakNet::on_size`]); an error naming the file when it cannot be.
+pub fn load_net_for_size(path: &Path, size: usize) -> Result<(bredon_nn::TakNet, ModelMeta)> {
+    let (model, meta) = load_exported(path)?;
+    let Some((model, _)) = model.on_size(&meta.net, size) else {
         bail!(
             "{} is a {1}x{1} network with layers sized by its board: it plays no other size",
             path.display(),
             meta.size
         );
     };
-    Ok(evaluator_for(model, size, lanes, compute))
+    Ok((model, meta))
+}
+
+/// [`load_net_for_size`] as an evaluator, `lanes` copies of it.
+pub fn load_for_size(path: &Path, size: usize, lanes: Lanes, compute: &Compute) -> Result<(NetEvaluator, ModelMeta)> {
+    let (model, meta) = load_net_for_size(path, size)?;
+    Ok((evaluator_for(model, size, lanes, compute), meta))
 }
 
 /// `model` as an evaluator of `size` positions, `lanes` copies of it.

@@ -170,19 +170,18 @@ fn engine_models(files: &ModelFiles, lanes: Lanes, compute: &Compute, cache_byte
     }
     for size in bredon_tei::SIZES {
         let Some((path, meta)) = files.for_size(size) else { continue };
-        let (path, meta, compute) = (path.clone(), meta.clone(), compute.clone());
-        let half_komi = meta.half_komi;
+        let (name, trained, half_komi) = (path.display().to_string(), meta.size, meta.half_komi);
+        let (path, compute) = (path.clone(), compute.clone());
         let load: Arc<Loader> = Arc::new(move |precision| {
             // The `Precision` option picks the fast path's arithmetic; burn's and the GPU's
             // paths have none to pick.
             let inference = compute.inference.with_precision(precision).unwrap_or(compute.inference);
             let compute = Compute { inference, ..compute.clone() };
-            let net = model_arg::load_for_size(&path, &meta, size, lanes, &compute).map_err(|e| format!("{e:#}"))?;
+            let (net, _) = model_arg::load_for_size(&path, size, lanes, &compute).map_err(|e| format!("{e:#}"))?;
             let evaluator = model_arg::cached(Arc::new(net), cache_bytes);
             Ok(Net { evaluator, trained_half_komi: Some(half_komi) })
         });
-        let (path, trained) = files.for_size(size).map(|(p, m)| (p, m.size)).expect("present");
-        let mut model = Model::lazy(path.display().to_string(), load);
+        let mut model = Model::lazy(name, load);
         if trained != size {
             model = model.trained_on(trained);
         }
@@ -289,10 +288,9 @@ mod tests {
         let files = ModelFiles::read(&[shipped("4x4.bredon")]).unwrap();
         let models = engine_models(&files, Lanes::One, &Compute::cpu(), 0).unwrap();
         assert_eq!(models.sizes().collect::<Vec<_>>(), [4]);
-        let err =
-            model_arg::load_for_size(&shipped("4x4.bredon"), &files.get(4).unwrap().1, 5, Lanes::One, &Compute::cpu())
-                .err()
-                .expect("a dense 4x4 network plays no other size");
+        let err = model_arg::load_for_size(&shipped("4x4.bredon"), 5, Lanes::One, &Compute::cpu())
+            .err()
+            .expect("a dense 4x4 network plays no other size");
         assert!(err.to_string().contains("plays no other size"), "{err}");
     }
 

@@ -248,7 +248,7 @@ const BATCH: usize = 256;
 /// Evaluates every position of `set` with `evaluator` (a network of `set.size`, or one
 /// carried there) and measures its heads against the games.
 pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
-    let (mut sq, mut bias, mut nll, mut top1, mut margin_err, mut margin_n) = (0.0, 0.0, 0.0, 0usize, 0.0, 0usize);
+    let (mut top1, mut margin_err, mut margin_n) = (0usize, 0.0, 0usize);
     let mut by_mover = [(0.0, 0usize); 2];
     let mut by_komi: BTreeMap<i8, (f64, usize)> = BTreeMap::new();
     let mut by_third = [(0.0, 0usize); 3];
@@ -262,12 +262,10 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
         for ((p, moves), eval) in chunk.iter().zip(&legal).zip(evals) {
             let v = f64::from(eval.value);
             let err = v - f64::from(p.outcome);
-            sq += err * err;
             mse_third[p.third].0 += err * err;
             mse_third[p.third].1 += 1;
             let white = if p.position.side_to_move() == Color::White { 1.0 } else { -1.0 };
             let b = err * white;
-            bias += b;
             let m = p.position.side_to_move().index();
             by_mover[m].0 += b;
             by_mover[m].1 += 1;
@@ -278,7 +276,6 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
             by_third[p.third].1 += 1;
             let i = moves.iter().position(|&mv| mv == p.played).expect("the move played is legal");
             let surprise = -f64::from(eval.policy[i].max(1e-9)).ln();
-            nll += surprise;
             let g = &mut per_game[p.game];
             g.n += 1;
             g.sums[0] += err * err;
@@ -293,18 +290,21 @@ pub fn measure(evaluator: &dyn Evaluator, set: &HeldOutSet) -> HeadErrors {
         }
     }
     let n = set.positions.len();
+    // Each total and its standard error from the games' sums.
+    let [(value_mse, se_mse), (white_bias, se_bias), (policy_nll, se_nll)] =
+        [0, 1, 2].map(|i| clustered(&per_game, |g| g.sums[i]));
     HeadErrors {
         positions: n,
-        value_mse: sq / n as f64,
-        white_bias: bias / n as f64,
+        value_mse,
+        white_bias,
         white_bias_by_mover: by_mover.map(|(s, n)| Mean::of(s, n)),
         white_bias_by_half_komi: by_komi.into_iter().map(|(k, (s, n))| (k, Mean::of(s, n))).collect(),
         white_bias_by_third: by_third.map(|(s, n)| Mean::of(s, n)),
         value_mse_by_third: mse_third.map(|(s, n)| Mean::of(s, n)),
-        policy_nll: nll / n as f64,
+        policy_nll,
         policy_top1: top1 as f64 / n as f64,
         margin_mae: (margin_n > 0).then(|| margin_err / margin_n as f64),
-        standard_errors: [0, 1, 2].map(|i| clustered(&per_game, |g| g.sums[i]).1),
+        standard_errors: [se_mse, se_bias, se_nll],
         per_game,
     }
 }

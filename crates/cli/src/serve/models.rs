@@ -164,10 +164,12 @@ impl Models {
                 if let Some(e) = shipped.get(&size) {
                     return Ok(e.clone());
                 }
-                let engine = match (self.shipped_file(size), self.carried_file(size)) {
-                    (Some(path), _) => Arc::new(load_file(&path, &self.compute)?),
-                    (None, Some((path, meta))) => Arc::new(load_carried(&path, &meta, size, &self.compute)?),
-                    (None, None) => uniform(),
+                let engine = match self.shipped_file(size) {
+                    Some(path) => Arc::new(load_file(&path, &self.compute)?),
+                    None => match self.carried_file(size) {
+                        Some((path, meta)) => Arc::new(load_carried(&path, &meta, size, &self.compute)?),
+                        None => uniform(),
+                    },
                 };
                 shipped.insert(size, engine.clone());
                 Ok(engine)
@@ -194,10 +196,8 @@ fn load_file(path: &Path, compute: &Compute) -> Result<Engine, ApiError> {
 
 /// The model at `path` (trained on `meta.size`) carried to `size` boards.
 fn load_carried(path: &Path, meta: &ModelMeta, size: usize, compute: &Compute) -> Result<Engine, ApiError> {
-    let internal = |e: String| ApiError::Internal(format!("loading {}: {e}", path.display()));
-    let (net, _) = bredon_nn::load_exported(path).map_err(|e| internal(format!("{e:#}")))?;
-    let trained = bredon_netform::NetConfig { size: meta.size, ..meta.net.clone() };
-    let (net, _) = net.on_size(&trained, size).ok_or_else(|| internal(format!("it plays no {size}x{size}")))?;
+    let (net, _) = model_arg::load_net_for_size(path, size)
+        .map_err(|e| ApiError::Internal(format!("loading {}: {e:#}", path.display())))?;
     let t = meta.size;
     Ok(network(format!("{} (a {t}x{t} network carried to {size}x{size})", path.display()), net, size, compute))
 }

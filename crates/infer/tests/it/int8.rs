@@ -128,9 +128,8 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
     // The sizes without a shipped model of their own, as `bredon tei` plays them: the 6x6
     // network carried to 3x3, 7x7 and 8x8 (`TakNet::on_size`).
     let (six, meta) = load_exported(&shipped.join("6x6.bredon")).unwrap();
-    let trained = NetConfig { size: meta.size, ..meta.net.clone() };
     for size in [3, 7, 8] {
-        let (model, _) = six.on_size(&trained, size).expect("the 6x6 network plays every size");
+        let (model, _) = six.on_size(&meta.net, size).expect("the 6x6 network plays every size");
         let mut positions = random_positions(size, if native { 400 } else { 200 }, 67);
         let mut seen = std::collections::HashSet::new();
         positions.retain(|p| seen.insert(p.hash()));
