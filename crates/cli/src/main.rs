@@ -6,6 +6,7 @@ mod bench_cmd;
 mod bench_search;
 mod check_cmd;
 mod export_cmd;
+mod fit_cmd;
 mod heldout_cmd;
 mod inspect_cmd;
 mod model_arg;
@@ -60,6 +61,9 @@ enum Command {
     Perft(perft_cmd::PerftArgs),
     /// Train a network from scratch (or resume a run): self-play, train, checkpoint, evaluate.
     Train(train_cmd::TrainArgs),
+    /// Train a network on stored self-play games alone, no self-play: arms of a
+    /// training-settings comparison on the same data from the same start.
+    Fit(fit_cmd::FitArgs),
     /// Only play self-play games into a run directory (to add workers to a training run).
     Selfplay(train_cmd::SelfPlayArgs),
     /// Speak the Tak Engine Interface on stdin/stdout (match runners, GUIs), or with
@@ -99,7 +103,7 @@ fn main() {
     let cli = Cli::parse();
     // Training runs read their device from the run config (`--device` overrides it); the
     // other commands open it here, before any model is loaded, and pass it down.
-    let trains = matches!(cli.command, Command::Train(_) | Command::Selfplay(_));
+    let trains = matches!(cli.command, Command::Train(_) | Command::Selfplay(_) | Command::Fit(_));
     let inference = match with_precision(cli.inference, cli.precision) {
         Ok(k) => k,
         Err(e) => {
@@ -123,7 +127,9 @@ fn main() {
         Command::Tei(args) => tei_cmd::run(args, &compute),
         Command::Play(args) => play_cmd::run(args, &compute),
         Command::Analyse(args) => analyse_cmd::run(args, &compute),
-        Command::Train(_) | Command::Selfplay(_) if cli.inference.is_some() || cli.precision.is_some() => {
+        Command::Train(_) | Command::Selfplay(_) | Command::Fit(_)
+            if cli.inference.is_some() || cli.precision.is_some() =>
+        {
             Err(anyhow::anyhow!(
                 "training runs take the inference path and precision from `[selfplay] inference` and \
                  `[selfplay] precision` in the run config, not --inference or --precision"
@@ -131,6 +137,7 @@ fn main() {
         }
         Command::Train(args) => train_cmd::run_train(args, cli.device),
         Command::Selfplay(args) => train_cmd::run_selfplay(args, cli.device),
+        Command::Fit(args) => fit_cmd::run(args, cli.device),
         Command::Devices => devices(),
         Command::Export(args) => export_cmd::run(args),
         Command::Arena(args) => arena_cmd::run(args, &compute),

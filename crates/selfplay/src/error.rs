@@ -239,6 +239,9 @@ pub enum RunError {
         /// The last good checkpoint.
         checkpoint: crate::generation::Generation,
     },
+    /// Training asked for on no stored samples (`bredon fit` with no games).
+    #[error("no training samples: the games given hold no stored game with a searched move")]
+    NoSamples,
     /// A search returned no move in a live game, twice.
     #[error("the search found no move at ply {0}")]
     NoMove(u32),

@@ -7,6 +7,7 @@ pub use bredon_storage::fsutil;
 pub mod config;
 pub mod error;
 pub mod evaluate;
+pub mod fit;
 pub mod generation;
 pub mod heldout;
 pub mod net;

@@ -154,6 +154,13 @@ impl Learner {
             .with_context(|| format!("saving optimizer state in {}", dir.display()))
     }
 
+    /// Writes the current weights as one self-contained model file (`bredon export`'s
+    /// format, checksummed, atomically), recording `step` and `generation`.
+    pub fn export(&self, path: &Path, step: u64, generation: u32) -> Result<()> {
+        let meta = ModelMeta::new(&self.net, self.half_komi, step, generation);
+        Ok(bredon_nn::export_model(&self.trainer.model(), &meta, path)?)
+    }
+
     /// The current weights as an inference model.
     pub fn model(&self) -> bredon_nn::TakNet {
         self.trainer.model()

@@ -60,6 +60,16 @@ impl ReplayWindow {
         self.dropped + self.samples.len()
     }
 
+    /// Samples held now (those a window can draw from).
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether no sample is held.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
     /// Games loaded.
     pub fn games(&self) -> usize {
         self.games

@@ -388,3 +388,85 @@ fn a_run_starts_from_a_trained_model() {
     assert_eq!(json(fifth.join("init.json"))["step"].as_u64(), Some(source_step));
     assert_eq!(json(fifth.join("checkpoints/gen-0000/model.json"))["net"]["size"].as_u64(), Some(4));
 }
+
+/// `bredon fit` trains a run's exported model on the run's stored games alone: the output
+/// directory gets the config, one report a line at the planned steps and an export at
+/// each, whose step continues the model's; two fits with the same seed give the same
+/// network and another decay setting a different one; a second fit into the same
+/// directory and a directory of no games are clear errors.
+#[test]
+fn fit_trains_on_stored_games_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = train_config(dir.path(), 1);
+    let run = dir.path().join("run");
+    checked(&mut train(&config, &run, &[]));
+    let model = dir.path().join("m.bredon");
+    checked(bredon().args(["export", "--run"]).arg(&run).arg("-o").arg(&model));
+    let fit = |config: &Path, out: &Path| {
+        let mut c = bredon();
+        c.arg("fit").arg("--config").arg(config).arg("--games").arg(run.join("games"));
+        c.arg("--init").arg(&model).args(["--steps", "5", "--report-every", "2", "--out"]).arg(out);
+        c
+    };
+    let a = dir.path().join("fit-a");
+    let table = checked(&mut fit(&config, &a));
+    assert!(table.contains("dormant"), "{table}");
+    let reports: Vec<serde_json::Value> = std::fs::read_to_string(a.join("fit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let steps: Vec<u64> = reports.iter().map(|r| r["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, vec![0, 2, 4, 5]);
+    let start = reports[0]["model_step"].as_u64().unwrap();
+    assert!(start > 0, "the model's own step");
+    assert_eq!(reports[3]["model_step"].as_u64(), Some(start + 5));
+    assert!(reports[3]["policy_loss"].as_f64().unwrap() > 0.0);
+    assert_eq!(std::fs::read(a.join("config.toml")).unwrap(), std::fs::read(&config).unwrap());
+    let analyse = |m: PathBuf| {
+        let game = dir.path().join("g.ptn");
+        std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n").unwrap();
+        let out = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(m).args(["--visits", "20"]));
+        out.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default()
+    };
+    let end_a = analyse(a.join("step-000005.bredon"));
+    assert_ne!(end_a, analyse(a.join("step-000000.bredon")), "five steps changed the network");
+    let b = dir.path().join("fit-b");
+    checked(&mut fit(&config, &b));
+    assert_eq!(end_a, analyse(b.join("step-000005.bredon")), "same data, start, seed: same network");
+    let decoupled = TinyConfig::new(1)
+        .set("train", "optimizer_states_kept", 0)
+        .set("train", "max_steps_per_generation", 60)
+        .set("selfplay", "games_per_generation", 24)
+        .set("selfplay", "visits", 32)
+        .set("train", "weight_decay_mode", "decoupled")
+        .set("train", "weight_decay", 0.5)
+        .write(&{
+            let d = dir.path().join("c");
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        });
+    let c = dir.path().join("fit-c");
+    checked(&mut fit(&decoupled, &c));
+    assert_ne!(end_a, analyse(c.join("step-000005.bredon")), "the decay setting is what differs");
+
+    let again = fit(&config, &a).output().unwrap();
+    assert!(
+        !again.status.success() && common::text(&again).contains("already holds a fit"),
+        "{}",
+        common::text(&again)
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = bredon()
+        .arg("fit")
+        .arg("--config")
+        .arg(&config)
+        .arg("--games")
+        .arg(&empty)
+        .arg("--out")
+        .arg(dir.path().join("fit-empty"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && common::text(&out).contains("no training samples"), "{}", common::text(&out));
+}
