@@ -12,9 +12,8 @@
 
 use crate::error::{Result, RunError};
 use crate::net::Learner;
-use crate::train::{DORMANT_TAU, StepGuard};
+use crate::train::{HealthFigures, StepGuard};
 use crate::window::ReplayWindow;
-use bredon_netform::health::net_health;
 use bredon_nn::LossSum;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -60,7 +59,7 @@ pub struct FitReport {
     pub dead_percent: f64,
     /// Weights ≤ 1e-6 in the whole network, in percent.
     pub tiny_percent: f64,
-    /// The blocks' first-convolution units τ-dormant at τ = [`DORMANT_TAU`] on the fit's
+    /// The blocks' first-convolution units τ-dormant at τ = [`crate::train::DORMANT_TAU`] on the fit's
     /// probe positions, in percent.
     pub dormant_percent: f64,
     /// Units revived by ReDo since the last report.
@@ -90,15 +89,10 @@ pub fn fit(
     let size = cfg.game.size;
     let batch = cfg.train.batch_size;
     let mut probe_rng = ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5eed_d0e5);
-    let probe = window.sample(available, cfg.train.revive_positions, &mut probe_rng);
-    let probe: Vec<&bredon_rules::Position> = probe.iter().map(|s| &s.position).collect();
+    let probe = window.sample_positions(available, cfg.train.revive_positions, &mut probe_rng);
     let measure = |learner: &Learner, r: &mut FitReport| {
-        let model = learner.model();
-        let health = net_health(&model.fold(size));
-        r.dead_percent = health.dead_trunk_percent();
-        r.tiny_percent = health.tiny_percent();
-        let scores = bredon_nn::activity::unit_scores(&model, &probe, size);
-        r.dormant_percent = bredon_nn::activity::dormant_block_percent(&scores, DORMANT_TAU);
+        let h = HealthFigures::of(&learner.model(), size, &probe);
+        (r.dead_percent, r.tiny_percent, r.dormant_percent) = (h.dead_percent, h.tiny_percent, h.dormant_percent);
     };
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let mut guard = StepGuard::default();

@@ -181,6 +181,39 @@ pub struct GenerationSummary {
 /// `[train] revive_tau` says, so that runs compare.
 pub const DORMANT_TAU: f32 = bredon_nn::activity::TAUS[1];
 
+/// A network's health as a generation's log line gives it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HealthFigures {
+    /// The residual blocks' dead channels (every incoming folded weight ≤ 1e-6), in percent.
+    pub dead_percent: f64,
+    /// Weights ≤ 1e-6 in the whole network, in percent.
+    pub tiny_percent: f64,
+    /// The blocks' first-convolution units τ-dormant at [`DORMANT_TAU`] on the probe
+    /// positions, in percent (0 with no positions).
+    pub dormant_percent: f64,
+}
+
+impl HealthFigures {
+    /// `model`'s figures: the first two from its folded weights, the dormant share from
+    /// a forward pass on `probe`.
+    pub fn of(model: &bredon_nn::TakNet, size: usize, probe: &[&bredon_rules::Position]) -> HealthFigures {
+        let health = net_health(&model.fold(size));
+        let dormant_percent = if probe.is_empty() {
+            0.0
+        } else {
+            bredon_nn::activity::dormant_block_percent(
+                &bredon_nn::activity::unit_scores(model, probe, size),
+                DORMANT_TAU,
+            )
+        };
+        HealthFigures {
+            dead_percent: health.dead_trunk_percent(),
+            tiny_percent: health.tiny_percent(),
+            dormant_percent,
+        }
+    }
+}
+
 impl GenerationSummary {
     /// The optional heads' mean losses as (log-line name, TensorBoard tag, loss); a loss
     /// of 0 means the network has no such head.
@@ -328,8 +361,7 @@ pub fn train(
         // Positions of real play to score the network's units on (the same each time the
         // generation is redone): ReDo's revival when due, the new network's `dormant` share.
         let mut probe_rng = ChaCha8Rng::seed_from_u64(0x5eed_d0e5 ^ u64::from(generation.number()));
-        let probe = window.sample(summary.window, cfg.train.revive_positions, &mut probe_rng);
-        let probe: Vec<&bredon_rules::Position> = probe.iter().map(|s| &s.position).collect();
+        let probe = window.sample_positions(summary.window, cfg.train.revive_positions, &mut probe_rng);
         let every = cfg.train.revive_every;
         if every > 0 && generation.number().is_multiple_of(every) && plan.steps > 0 && !probe.is_empty() {
             let revival = learner.revive(&probe, cfg.train.revive_tau, u64::from(generation.number()))?;
@@ -344,15 +376,10 @@ pub fn train(
         };
         trained.summarise(&mut summary, cfg.train.batch_size);
         summary.step = state.step;
-        // The new network once, for both health figures.
-        let model = learner.model();
-        let health = net_health(&model.fold(cfg.game.size));
-        summary.dead_channels_percent = health.dead_trunk_percent();
-        summary.tiny_weights_percent = health.tiny_percent();
-        if !probe.is_empty() {
-            let scores = bredon_nn::activity::unit_scores(&model, &probe, cfg.game.size);
-            summary.dormant_percent = bredon_nn::activity::dormant_block_percent(&scores, DORMANT_TAU);
-        }
+        let health = HealthFigures::of(&learner.model(), cfg.game.size, &probe);
+        summary.dead_channels_percent = health.dead_percent;
+        summary.tiny_weights_percent = health.tiny_percent;
+        summary.dormant_percent = health.dormant_percent;
         // (3) Checkpoint.
         let next = generation.next();
         state.generation = next;

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::replay::{GameRecord, Sample, list_game_files};
+use bredon_rules::Position;
 
 /// Samples from every stored game, in the order the games were found (model, then name).
 #[derive(Default)]
@@ -92,5 +93,10 @@ impl ReplayWindow {
         }
         let start = self.samples.len() - window;
         (0..batch).map(|_| &self.samples[start + rng.random_range(0..window)]).collect()
+    }
+
+    /// The positions of `n` samples drawn as [`ReplayWindow::sample`] draws them.
+    pub fn sample_positions<'a>(&'a self, window: usize, n: usize, rng: &mut impl Rng) -> Vec<&'a Position> {
+        self.sample(window, n, rng).into_iter().map(|s| &s.position).collect()
     }
 }

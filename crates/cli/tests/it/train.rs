@@ -12,6 +12,11 @@ use common::{TinyConfig, bredon, repo_file, snapshot};
 /// These tests' config: many short generations (24 games of 32 visits, all the training
 /// steps they call for), evaluated every 2 generations.
 fn train_config(dir: &Path, generations: u32) -> PathBuf {
+    train_tiny(generations).write(dir)
+}
+
+/// [`train_config`]'s settings, before writing (to change a key or two).
+fn train_tiny(generations: u32) -> TinyConfig {
     TinyConfig::new(generations)
         // Every checkpoint file stays, so the kill test can compare all of them.
         .set("train", "optimizer_states_kept", 0)
@@ -21,7 +26,6 @@ fn train_config(dir: &Path, generations: u32) -> PathBuf {
         .set("eval", "every", 2)
         .set("eval", "games", 4)
         .set("eval", "visits", 16)
-        .write(dir)
 }
 
 fn wait_for(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
@@ -434,14 +438,8 @@ fn fit_trains_on_stored_games_alone() {
     let b = dir.path().join("fit-b");
     checked(&mut fit(&config, &b));
     assert_eq!(end_a, analyse(b.join("step-000005.bredon")), "same data, start, seed: same network");
-    let decoupled = TinyConfig::new(1)
-        .set("train", "optimizer_states_kept", 0)
-        .set("train", "max_steps_per_generation", 60)
-        .set("selfplay", "games_per_generation", 24)
-        .set("selfplay", "visits", 32)
-        .set("train", "weight_decay_mode", "decoupled")
-        .set("train", "weight_decay", 0.5)
-        .write(&{
+    let decoupled =
+        train_tiny(1).set("train", "weight_decay_mode", "decoupled").set("train", "weight_decay", 0.5).write(&{
             let d = dir.path().join("c");
             std::fs::create_dir_all(&d).unwrap();
             d
