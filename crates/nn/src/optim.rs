@@ -67,9 +67,9 @@ impl Default for OptimizerSettings {
     fn default() -> Self {
         OptimizerSettings {
             kind: OptimizerKind::Adam,
-            weight_decay: 1e-4,
-            decay_mode: WeightDecayMode::L2,
-            decay_vectors: true,
+            weight_decay: WeightDecayMode::default().default_factor(),
+            decay_mode: WeightDecayMode::default(),
+            decay_vectors: false,
             value_loss_weight: 1.0,
             wdl_loss_weight: 1.0,
             flat_margin_loss_weight: 0.5,
@@ -84,13 +84,27 @@ impl Default for OptimizerSettings {
 #[serde(rename_all = "lowercase")]
 pub enum WeightDecayMode {
     /// L2: `weight_decay · w` added to the gradient before the optimiser's step (what
-    /// every model so far trained with). Under Adam a parameter whose gradient is zero (a
-    /// channel a ReLU switched off) then takes full-size steps toward zero.
-    #[default]
+    /// every model up to gen-0262 trained with). Under Adam a parameter whose gradient is
+    /// zero (a channel a ReLU switched off) then takes full-size steps toward zero.
     L2,
     /// Decoupled (AdamW, Loshchilov and Hutter 2019): `w ← w − lr · weight_decay · w`
-    /// beside the optimiser's step, not scaled by Adam's moments.
+    /// beside the optimiser's step, not scaled by Adam's moments. The default since issue 71
+    /// (the 6x6 run kept every unit alive with it for 150 generations and gained +100 Elo).
+    #[default]
     Decoupled,
+}
+
+impl WeightDecayMode {
+    /// The weight decay factor a config gets when it names the mode but not the factor:
+    /// 1e-4 for L2 (the old default), 0.1 for decoupled (AdamW's usual size, `lr · 0.1` of
+    /// each weight a step). The two are on different scales, so one shared default would be
+    /// wrong for one of them.
+    pub fn default_factor(self) -> f64 {
+        match self {
+            WeightDecayMode::L2 => 1e-4,
+            WeightDecayMode::Decoupled => 0.1,
+        }
+    }
 }
 
 /// Elements between parameter starts in the flat tensors: 256 bytes of `f32`, the widest
@@ -809,13 +823,24 @@ mod tests {
         (a, b)
     }
 
+    /// Settings burn's own optimisers can follow: L2 decay (burn's `WeightDecayConfig`) on
+    /// every parameter, not the decoupled default.
+    fn burn_like() -> OptimizerSettings {
+        OptimizerSettings {
+            decay_mode: WeightDecayMode::L2,
+            weight_decay: WeightDecayMode::L2.default_factor(),
+            decay_vectors: true,
+            ..OptimizerSettings::default()
+        }
+    }
+
     /// The flat optimiser gives burn's weights to the bit, Adam and SGD with weight decay,
     /// through steps where some parameters have no gradient (their state and weights
     /// stay; Adam's step counts then differ between parameters).
     #[test]
     fn flat_updates_equal_burns_to_the_bit() {
         for kind in [OptimizerKind::Adam, OptimizerKind::Sgd] {
-            let settings = OptimizerSettings { kind, weight_decay: 1e-2, ..OptimizerSettings::default() };
+            let settings = OptimizerSettings { kind, weight_decay: 1e-2, ..burn_like() };
             let a = net();
             let b = a.clone();
             let mut ours = FlatOptimizer::new(&settings, &a);
@@ -835,7 +860,7 @@ mod tests {
     fn state_files_read_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         for kind in [OptimizerKind::Adam, OptimizerKind::Sgd] {
-            let settings = OptimizerSettings { kind, ..OptimizerSettings::default() };
+            let settings = OptimizerSettings { kind, ..burn_like() };
             let a = net();
             let b = a.clone();
             let mut ours = FlatOptimizer::new(&settings, &a);

@@ -247,22 +247,26 @@ pub struct TrainConfig {
     pub lr_decay_steps: Vec<u64>,
     /// Factor applied at each of `lr_decay_steps`.
     pub lr_decay: f64,
-    /// Weight decay's factor.
-    pub weight_decay: f64,
-    /// How weight decay enters the update: `l2` (added to the gradient before the
-    /// optimiser, which Adam then scales: what every model so far trained with) or
-    /// `decoupled` (AdamW: `w ← w − lr · weight_decay · w` beside the optimiser's step).
-    /// Issue 71 measures which keeps the network's channels alive (`bredon inspect`).
+    /// Weight decay's factor. Unset, it follows `weight_decay_mode`: 0.1 for `decoupled`
+    /// (each weight shrinks by `lr · 0.1` of itself a step), 1e-4 for `l2` (the factor
+    /// every model up to gen-0262 trained with). Read it through [`TrainConfig::weight_decay`].
+    #[serde(rename = "weight_decay", skip_serializing_if = "Option::is_none")]
+    pub weight_decay_factor: Option<f64>,
+    /// How weight decay enters the update: `decoupled` (AdamW: `w ← w − lr · weight_decay · w`
+    /// beside the optimiser's step; the default) or `l2` (added to the gradient before the
+    /// optimiser, which Adam then scales into a full-size step toward zero for any parameter
+    /// whose gradient is zero: how the 6x6 network lost 15 % of its channels, issue 71).
     pub weight_decay_mode: bredon_nn::WeightDecayMode,
     /// Whether weight decay also applies to the one-dimensional parameters (BatchNorm
-    /// scales and shifts, biases), or only to the convolutions' and dense layers' weights.
+    /// scales and shifts, biases), or only to the convolutions' and dense layers' weights
+    /// (the default: a BatchNorm scale pulled to zero silences its channel for good).
     pub decay_norms_and_biases: bool,
     /// Revive dormant units (ReDo, `bredon_nn::revive`) every this many generations, just
     /// before the generation's training steps: each hidden unit of the residual blocks and
     /// the value head whose activity score on `revive_positions` positions of the replay
     /// window is at most `revive_tau` gets fresh incoming weights and zero outgoing ones.
-    /// 0 = never (issue 71 measures whether it earns a place; the 6x6 run's dead
-    /// channels stay dead without it).
+    /// 0 = never. The default 10 brought the 6x6 run's 102 dormant units back and kept
+    /// the blocks at 0 % dormant for 150 generations (issue 71).
     pub revive_every: u32,
     /// ReDo's τ: a unit is dormant when its mean activation, over the layer's mean over its
     /// units, is at most this (0 = it never fires; the paper's small value is 0.025).
@@ -312,10 +316,10 @@ impl Default for TrainConfig {
             learning_rate: 2e-3,
             lr_decay_steps: Vec::new(),
             lr_decay: 0.3,
-            weight_decay: 1e-4,
-            weight_decay_mode: bredon_nn::WeightDecayMode::L2,
-            decay_norms_and_biases: true,
-            revive_every: 0,
+            weight_decay_factor: None,
+            weight_decay_mode: bredon_nn::WeightDecayMode::default(),
+            decay_norms_and_biases: false,
+            revive_every: 10,
             revive_tau: 0.025,
             revive_positions: 512,
             optimizer: bredon_nn::OptimizerKind::Adam,
@@ -334,6 +338,12 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Weight decay's factor: `weight_decay` when the config sets it, else the mode's own
+    /// default ([`bredon_nn::WeightDecayMode::default_factor`]).
+    pub fn weight_decay(&self) -> f64 {
+        self.weight_decay_factor.unwrap_or_else(|| self.weight_decay_mode.default_factor())
+    }
+
     /// Learning rate at `step`.
     pub fn lr_at(&self, step: u64) -> f64 {
         let decays = self.lr_decay_steps.iter().filter(|&&s| step >= s).count();
@@ -545,6 +555,16 @@ impl RunConfig {
         if last_lr.is_nan() || last_lr <= 0.0 {
             invalid!("train.learning_rate decays to {last_lr} after train.lr_decay_steps: it must stay positive");
         }
+        let wd = t.weight_decay();
+        if wd < 0.0 {
+            invalid!("train.weight_decay = {wd} must not be negative");
+        }
+        if t.weight_decay_mode == bredon_nn::WeightDecayMode::Decoupled && t.learning_rate * wd >= 1.0 {
+            invalid!(
+                "train.weight_decay = {wd} with train.learning_rate = {} would shrink every weight to zero or past it in one step (decoupled decay takes lr · weight_decay of each weight); AdamW's usual size is 0.01 to 0.1",
+                t.learning_rate
+            );
+        }
         if !(0.0..=1.0).contains(&t.search_value_weight) {
             invalid!("train.search_value_weight = {} must be from 0 to 1", t.search_value_weight);
         }
@@ -675,6 +695,28 @@ mod tests {
         })
         .len();
         assert!(candidates >= 8, "experiments/ab-*.toml training configs: {candidates} found");
+    }
+
+    /// Weight decay's factor follows its mode unless the config sets it (the two modes'
+    /// factors are on scales 1,000 apart), and a factor that would wipe the weights out
+    /// in a step, or a negative one, is refused by name.
+    #[test]
+    fn weight_decay_defaults_follow_the_mode() {
+        use bredon_nn::WeightDecayMode;
+        let t = |text: &str| RunConfig::from_toml(text).unwrap().train;
+        let default = t("");
+        assert_eq!((default.weight_decay_mode, default.weight_decay()), (WeightDecayMode::Decoupled, 0.1));
+        assert!(!default.decay_norms_and_biases);
+        assert_eq!(default.revive_every, 10);
+        let old = t("[train]\nweight_decay_mode = \"l2\"");
+        assert_eq!((old.weight_decay_mode, old.weight_decay()), (WeightDecayMode::L2, 1e-4));
+        assert_eq!(t("[train]\nweight_decay = 0.02").weight_decay(), 0.02);
+        assert_eq!(t("[train]\nweight_decay = 0.0\nweight_decay_mode = \"l2\"").weight_decay(), 0.0);
+        assert!(err("[train]\nweight_decay = -0.1").contains("train.weight_decay = -0.1 must not be negative"));
+        let e = err("[train]\nweight_decay = 1000.0\nlearning_rate = 0.002");
+        assert!(e.contains("train.weight_decay = 1000") && e.contains("one step"), "{e}");
+        // L2 at the same factor is only a strong pull, not a wipe-out: not refused.
+        assert_eq!(t("[train]\nweight_decay = 1000.0\nweight_decay_mode = \"l2\"").weight_decay(), 1000.0);
     }
 
     /// Findings of the `run_config` fuzz target (see fuzz/README.md).

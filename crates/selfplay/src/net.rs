@@ -33,7 +33,7 @@ pub struct Learner {
 pub fn optimizer_settings(cfg: &RunConfig) -> OptimizerSettings {
     OptimizerSettings {
         kind: cfg.train.optimizer,
-        weight_decay: cfg.train.weight_decay,
+        weight_decay: cfg.train.weight_decay(),
         decay_mode: cfg.train.weight_decay_mode,
         decay_vectors: cfg.train.decay_norms_and_biases,
         value_loss_weight: cfg.train.value_loss_weight,

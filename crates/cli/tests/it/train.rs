@@ -438,14 +438,14 @@ fn fit_trains_on_stored_games_alone() {
     let b = dir.path().join("fit-b");
     checked(&mut fit(&config, &b));
     assert_eq!(end_a, analyse(b.join("step-000005.bredon")), "same data, start, seed: same network");
-    let decoupled =
-        train_tiny(1).set("train", "weight_decay_mode", "decoupled").set("train", "weight_decay", 0.5).write(&{
+    // The old default (L2 through Adam, its factor following the mode: 1e-4).
+    let l2 = train_tiny(1).set("train", "weight_decay_mode", "l2").write(&{
             let d = dir.path().join("c");
             std::fs::create_dir_all(&d).unwrap();
             d
         });
     let c = dir.path().join("fit-c");
-    checked(&mut fit(&decoupled, &c));
+    checked(&mut fit(&l2, &c));
     assert_ne!(end_a, analyse(c.join("step-000005.bredon")), "the decay setting is what differs");
 
     let again = fit(&config, &a).output().unwrap();
