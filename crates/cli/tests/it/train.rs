@@ -440,10 +440,10 @@ fn fit_trains_on_stored_games_alone() {
     assert_eq!(end_a, analyse(b.join("step-000005.bredon")), "same data, start, seed: same network");
     // The old default (L2 through Adam, its factor following the mode: 1e-4).
     let l2 = train_tiny(1).set("train", "weight_decay_mode", "l2").write(&{
-            let d = dir.path().join("c");
-            std::fs::create_dir_all(&d).unwrap();
-            d
-        });
+        let d = dir.path().join("c");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    });
     let c = dir.path().join("fit-c");
     checked(&mut fit(&l2, &c));
     assert_ne!(end_a, analyse(c.join("step-000005.bredon")), "the decay setting is what differs");
