@@ -1,7 +1,8 @@
 //! `bredon train` and `bredon selfplay`.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use bredon_selfplay::config::RunConfig;
+use bredon_selfplay::curriculum::{CURRICULUM_FILE, Curriculum, CurriculumEnd, train_curriculum};
 use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::train::{TrainOptions, open_run, train};
@@ -107,6 +108,16 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     if let Some(r) = &opened.remote {
         r.pull_run(CheckpointFiles::WithOptimizer)?;
     }
+    let curriculum_text = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            Curriculum::is_curriculum(&text).then_some(text)
+        }
+        None => None,
+    };
+    if curriculum_text.is_some() || opened.dir.join(CURRICULUM_FILE).is_file() {
+        return run_curriculum(&args, &opened, curriculum_text.as_deref(), device);
+    }
     let (given, text) = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -134,6 +145,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         init_minutes: args.init_minutes,
         remote: opened.remote.clone(),
         compute,
+        stage: None,
     };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;
@@ -142,6 +154,48 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         summaries.len(),
         run.latest()?.map_or_else(|| "none".to_string(), |g| g.to_string())
     );
+    Ok(())
+}
+
+/// `bredon train` on a curriculum (a config of `[[stage]]` entries, or a run directory
+/// holding one): each stage a run directory under `<run>/stages/`.
+fn run_curriculum(
+    args: &TrainArgs,
+    opened: &crate::run_arg::OpenedRun,
+    text: Option<&str>,
+    device: Option<bredon_nn::DeviceChoice>,
+) -> Result<()> {
+    if opened.remote.is_some() {
+        bail!("a curriculum runs in a local directory: give --run DIR (an s3:// run takes a single config)");
+    }
+    if args.minutes.is_some() || args.generations.is_some() {
+        bail!(
+            "a curriculum's stages set their own minutes and generations: edit the [[stage]] entries, not --minutes / --generations"
+        );
+    }
+    if args.external_selfplay {
+        bail!(
+            "--external-selfplay takes a single config; point `bredon selfplay` workers at a stage's directory instead"
+        );
+    }
+    let options = |cfg: &RunConfig,
+                   run: &RunDir|
+     -> std::result::Result<TrainOptions, Box<dyn std::error::Error + Send + Sync>> {
+        let compute = open_device(cfg, device).map_err(|e| format!("{e:#}"))?;
+        Ok(TrainOptions {
+            quiet: args.quiet,
+            after_checkpoint: bredon_arena::training_hook(cfg, run, &compute),
+            compute,
+            ..TrainOptions::default()
+        })
+    };
+    let end = train_curriculum(&opened.dir, text, args.init_from.clone(), args.init_minutes, &options, stop_flag())?;
+    match end {
+        CurriculumEnd::Finished => eprintln!("done: every stage of {} is trained", opened.dir.display()),
+        CurriculumEnd::Stopped => {
+            eprintln!("stopped; resume with `bredon train --run {}`", opened.dir.display())
+        }
+    }
     Ok(())
 }
 

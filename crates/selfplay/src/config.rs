@@ -669,7 +669,24 @@ mod tests {
     #[test]
     fn shipped_configs_load() {
         // Every config in configs/ loads and plays the board size its name starts with.
-        let configs = repo_configs("configs", |name, _| name.ends_with(".toml"));
+        let curriculum = |text: &str| crate::curriculum::Curriculum::is_curriculum(text);
+        let configs = repo_configs("configs", |name, text| name.ends_with(".toml") && !curriculum(text));
+        // Curricula (`[[stage]]` entries): every stage a valid config, the last one on the
+        // size the file's name starts with.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut curricula = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".toml") && curriculum(&std::fs::read_to_string(&p).unwrap()) {
+                let c = crate::curriculum::Curriculum::load(&p)
+                    .unwrap_or_else(|e| panic!("{name}: {}", bredon_storage::error_chain(&e)));
+                let last = c.stages.last().unwrap();
+                assert_eq!(last.config.game.size.to_string(), name[..1], "configs/{name}");
+                curricula += 1;
+            }
+        }
+        assert!(curricula >= 1, "no curriculum in configs/");
         for (name, cfg) in &configs {
             let size = name[..1].parse::<usize>().unwrap_or_else(|_| panic!("configs/{name}: no board size first"));
             assert_eq!(cfg.game.size, size, "configs/{name}");

@@ -178,6 +178,15 @@ pub enum RunError {
         /// Whether a config was given (to create the run).
         config_given: bool,
     },
+    /// A curriculum stage's process settings (its device) could not be made.
+    #[error("setting up curriculum {stage}")]
+    Stage {
+        /// The stage (`stage N/M name`).
+        stage: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Another trainer holds the run's lock.
     #[error("{} is in use: {holder} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)", run.display(), lock.display())]
     Locked {

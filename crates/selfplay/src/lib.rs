@@ -5,6 +5,7 @@
 
 pub use bredon_storage::fsutil;
 pub mod config;
+pub mod curriculum;
 pub mod error;
 pub mod evaluate;
 pub mod fit;

@@ -68,6 +68,26 @@ pub struct TrainOptions {
     /// Where the network trains and plays: the run config's `[device] name` opened (or
     /// `--device`'s), with `[selfplay] inference` (default: the CPU).
     pub compute: bredon_infer::Compute,
+    /// The curriculum stage this run is (see [`crate::curriculum`]): named at the head of
+    /// each generation's line, in `logs/generations.jsonl` and in TensorBoard.
+    pub stage: Option<StageTag>,
+}
+
+/// Which stage of a curriculum a run is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageTag {
+    /// Its number, from 1.
+    pub number: usize,
+    /// How many stages the curriculum has.
+    pub of: usize,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for StageTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stage {}/{} {}", self.number, self.of, self.name)
+    }
 }
 
 /// The environment variable that sets the trainer's lease length on an object store in
@@ -83,6 +103,7 @@ impl std::fmt::Debug for TrainOptions {
             .field("init_from", &self.init_from)
             .field("init_minutes", &self.init_minutes)
             .field("compute", &self.compute)
+            .field("stage", &self.stage)
             .finish()
     }
 }
@@ -95,6 +116,9 @@ fn is_zero<T: Default + PartialEq>(x: &T) -> bool {
 /// One generation's summary (also a line of `logs/generations.jsonl`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GenerationSummary {
+    /// The curriculum stage's name, in a curriculum's run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
     /// Generation trained (its games were played by `gen-<generation>`).
     pub generation: Generation,
     /// Optimiser step after training.
@@ -632,7 +656,8 @@ fn publish_phase(
     if cfg.eval.every > 0 && next.number().is_multiple_of(cfg.eval.every) {
         summary.eval = crate::evaluate::evaluate_generation(cfg, run, learner, next, stop, &opts.compute)?;
     }
-    log_generation(run, tb, summary, cfg.train.lr_at(state.step), total_samples)?;
+    summary.stage = opts.stage.as_ref().map(|t| t.name.clone());
+    log_generation(run, tb, summary, opts.stage.as_ref(), cfg.train.lr_at(state.step), total_samples)?;
     if let Some(hook) = &opts.after_checkpoint
         && let Err(e) = hook(next)
     {
@@ -901,7 +926,14 @@ fn prune_optimizer_states(run: &RunDir, newest: Generation, kept: usize) {
     }
 }
 
-fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f64, total_samples: usize) -> Result<()> {
+fn log_generation(
+    run: &RunDir,
+    tb: &mut TbLogger,
+    s: &GenerationSummary,
+    stage: Option<&StageTag>,
+    lr: f64,
+    total_samples: usize,
+) -> Result<()> {
     let mut evals: String = s.eval.iter().map(|(o, score)| format!(" vs {o} {:.0}%", score * 100.0)).collect();
     // The losses of the optional heads (only those present), after the line's fields.
     let aux: Vec<String> =
@@ -931,8 +963,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
     if s.revived_units > 0 {
         evals.push_str(&format!(" revived {}", s.revived_units));
     }
+    let head = stage.map(|t| format!("[{t}] ")).unwrap_or_default();
     eprintln!(
-        "gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
+        "{head}gen {:>3} step {:>6} | games {:>4} samples +{:<6} window {:<7} | loss p {:.3} v {:.3} H {:.2} | W/B/D {:.0}/{:.0}/{:.0}% len {:.1} | {:.0} evals/s {:.0} games/h {:.0} samples/s{evals}",
         s.generation.number(),
         s.step,
         s.games,
@@ -975,6 +1008,9 @@ fn log_generation(run: &RunDir, tb: &mut TbLogger, s: &GenerationSummary, lr: f6
         ("health/dormant_percent".into(), s.dormant_percent),
         ("health/revived_units".into(), s.revived_units as f64),
     ];
+    if let Some(t) = stage {
+        scalars.push(("curriculum/stage".into(), t.number as f64));
+    }
     for (_, tag, l) in s.head_losses() {
         if l != 0.0 {
             scalars.push((tag.into(), l));

@@ -87,6 +87,12 @@ impl TinyConfig {
         self
     }
 
+    /// Sets a top-level key (e.g. `stage`, a curriculum's list of stages).
+    pub fn top(mut self, key: &str, value: impl Into<toml::Value>) -> TinyConfig {
+        self.table.insert(key.into(), value.into());
+        self
+    }
+
     /// Writes it to `dir/tiny.toml` and returns that path.
     pub fn write(&self, dir: &Path) -> PathBuf {
         let path = dir.join("tiny.toml");

@@ -468,3 +468,74 @@ fn fit_trains_on_stored_games_alone() {
         .unwrap();
     assert!(!out.status.success() && common::text(&out).contains("no training samples"), "{}", common::text(&out));
 }
+
+/// A curriculum (`[[stage]]` entries in one config) walks 3x3 → 4x4 with a deeper net,
+/// each stage a run directory started from the stage before; killed inside its second
+/// stage, `bredon train --run` resumes there (the first stage untouched, the second from
+/// its own newest checkpoint) and finishes it.
+#[test]
+fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = |name: &str, generations: i64, extra: &[(&str, toml::Table)]| {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), name.into());
+        t.insert("generations".into(), generations.into());
+        for (k, v) in extra {
+            t.insert((*k).into(), toml::Value::Table(v.clone()));
+        }
+        toml::Value::Table(t)
+    };
+    let table = |text: &str| -> toml::Table { toml::from_str(text).unwrap() };
+    let config = TinyConfig::new(1)
+        .top(
+            "stage",
+            vec![
+                stage("3x3", 1, &[]),
+                stage("4x4-b2", 4, &[("game", table("size = 4")), ("net", table("blocks = 2"))]),
+            ],
+        )
+        .write(dir.path());
+    let run = dir.path().join("run");
+    let first = run.join("stages/01-3x3");
+    let second = run.join("stages/02-4x4-b2");
+    let json =
+        |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
+    let mut child = train(&config, &run, &[]).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(&mut child, "the second stage's gen-0002", || {
+        std::fs::read_to_string(second.join("latest")).is_ok_and(|l| l.trim() == "gen-0002")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!second.join("stage-done.json").exists());
+    let first_files = snapshot(&first);
+    let done = json(first.join("stage-done.json"));
+    assert_eq!((done["name"].as_str(), done["generation"].as_u64()), (Some("3x3"), Some(1)));
+    let init = json(second.join("init.json"));
+    assert_eq!(init["source"].as_str().map(PathBuf::from), Some(first.join("checkpoints/gen-0001")));
+    assert_eq!(init["minutes"].as_f64(), done["total_minutes"].as_f64());
+    let model = json(second.join("checkpoints/gen-0000/model.json"));
+    assert_eq!((model["net"]["size"].as_u64(), model["net"]["blocks"].as_u64()), (Some(4), Some(2)));
+
+    // Resumed from the run directory alone.
+    let out = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stage 2/2 4x4-b2: resuming") && !err.contains("stage 1/2"), "{err}");
+    assert!(err.contains("[stage 2/2 4x4-b2] gen   2") && !err.contains("gen   0"), "{err}");
+    assert_eq!(snapshot(&first), first_files, "a finished stage is not touched again");
+    assert_eq!(json(second.join("init.json")), init, "the stage is resumed, not started again");
+    assert_eq!(std::fs::read_to_string(second.join("latest")).unwrap().trim(), "gen-0004");
+    assert_eq!(json(second.join("stage-done.json"))["generation"].as_u64(), Some(4));
+    let log = std::fs::read_to_string(second.join("logs/generations.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 4, "{log}");
+    assert!(log.lines().all(|l| json_line(l)["stage"] == "4x4-b2"), "{log}");
+    // Done: a second resume trains nothing; --minutes is refused with a reason.
+    let again = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
+    assert!(again.status.success() && String::from_utf8_lossy(&again.stderr).contains("every stage"));
+    let refused = bredon().arg("train").arg("--run").arg(&run).args(["--minutes", "3"]).output().unwrap();
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("[[stage]]"));
+}
+
+fn json_line(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap()
+}

@@ -1,0 +1,376 @@
+//! A curriculum: one config whose `[[stage]]` entries walk a run through board sizes,
+//! networks, visits and learning rates (5x5 → 6x6 → a deeper net), each stage a normal
+//! run directory under `<run>/stages/`, started from the previous stage's newest
+//! checkpoint (`--init-from` across sizes and added blocks).
+//!
+//! The config is an ordinary run config (every section, the shared settings) plus stages:
+//!
+//! ```toml
+//! [game]
+//! size = 5
+//! [net]
+//! blocks = 6
+//! channels = 64
+//!
+//! [[stage]]
+//! name = "5x5"
+//! minutes = 60              # of this stage's own training clock
+//!
+//! [[stage]]
+//! name = "6x6"
+//! minutes = 300
+//! game = { size = 6, komi = 2.0 }
+//! selfplay = { visits = 200 }
+//!
+//! [[stage]]
+//! name = "6x6-b10"          # the last stage may be open-ended (no minutes, no generations)
+//! net = { blocks = 10 }
+//! ```
+//!
+//! A stage's sections are merged key by key into the shared ones (a stage's `net` sets
+//! only the keys it names). A stage ends after `minutes` on its own clock (which survives
+//! restarts) or at its `generations`-th generation, whichever comes first; it is then
+//! marked done (`stage-done.json`, checksummed, written atomically) and the next stage
+//! starts. A killed curriculum resumes inside the stage it was in, from that stage's
+//! newest checkpoint, with `bredon train --run RUN`.
+
+use crate::config::RunConfig;
+use crate::error::{ConfigError, Result, RunError};
+use crate::fsutil::atomic_write;
+use crate::rundir::RunDir;
+use crate::train::{StageTag, TrainOptions, open_run, train};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The curriculum's own copy of its config, in the run directory.
+pub const CURRICULUM_FILE: &str = "curriculum.toml";
+/// The folder of the stages' run directories.
+pub const STAGES_DIR: &str = "stages";
+/// The marker a finished stage leaves in its run directory.
+pub const STAGE_DONE_FILE: &str = "stage-done.json";
+
+/// One stage of a curriculum.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    /// Its name (letters, digits, `-`, `_`, `.`): the folder `stages/NN-<name>`.
+    pub name: String,
+    /// Minutes of the stage's own training clock (0 = no limit).
+    pub minutes: f64,
+    /// The stage ends when it reaches this generation (0 = no limit).
+    pub generations: u32,
+    /// The shared config with the stage's sections merged in.
+    pub config: RunConfig,
+}
+
+/// A parsed, checked curriculum.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curriculum {
+    /// The stages in order.
+    pub stages: Vec<Stage>,
+}
+
+/// The keys of a `[[stage]]` entry besides config sections.
+const STAGE_KEYS: [&str; 3] = ["name", "minutes", "generations"];
+
+impl Curriculum {
+    /// Whether a config text is a curriculum (has `[[stage]]` entries) rather than a
+    /// single run's config. Text that is not TOML is not a curriculum (the run config's
+    /// parser then names the problem).
+    pub fn is_curriculum(text: &str) -> bool {
+        toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("stage"))
+    }
+
+    /// Parses and checks a curriculum: every stage's merged config must be a valid run
+    /// config; names are unique; only the last stage may be open-ended.
+    pub fn from_toml(text: &str) -> Result<Curriculum, ConfigError> {
+        let mut base: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let Some(raw) = base.remove("stage") else {
+            return Err(ConfigError::Invalid("a curriculum needs [[stage]] entries".into()));
+        };
+        let toml::Value::Array(raw) = raw else {
+            return Err(ConfigError::Invalid("`stage` must be a list of tables: write [[stage]]".into()));
+        };
+        if raw.is_empty() {
+            return Err(ConfigError::Invalid("a curriculum needs at least one [[stage]]".into()));
+        }
+        let count = raw.len();
+        let mut stages: Vec<Stage> = Vec::with_capacity(count);
+        for (i, entry) in raw.into_iter().enumerate() {
+            let which = |name: &str| format!("[[stage]] {} ({name})", i + 1);
+            let toml::Value::Table(mut entry) = entry else {
+                return Err(ConfigError::Invalid(format!("[[stage]] {} is not a table", i + 1)));
+            };
+            let name = match entry.remove("name") {
+                Some(toml::Value::String(s)) => s,
+                Some(_) => return Err(ConfigError::Invalid(format!("[[stage]] {}: name must be a string", i + 1))),
+                None => return Err(ConfigError::Invalid(format!("[[stage]] {} has no name", i + 1))),
+            };
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: a stage name is letters, digits, '-', '_' or '.' (it names a folder)",
+                    which(&name)
+                )));
+            }
+            if stages.iter().any(|s| s.name == name) {
+                return Err(ConfigError::Invalid(format!("{}: two stages have this name", which(&name))));
+            }
+            let minutes = match entry.remove("minutes") {
+                None => 0.0,
+                Some(v) => match v.as_float().or_else(|| v.as_integer().map(|n| n as f64)) {
+                    Some(m) if m.is_finite() && m > 0.0 => m,
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "{}: minutes must be a positive number",
+                            which(&name)
+                        )));
+                    }
+                },
+            };
+            let generations = match entry.remove("generations") {
+                None => 0,
+                Some(v) => match v.as_integer().and_then(|n| u32::try_from(n).ok()) {
+                    Some(g) if g > 0 => g,
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "{}: generations must be a positive whole number",
+                            which(&name)
+                        )));
+                    }
+                },
+            };
+            if minutes == 0.0 && generations == 0 && i + 1 < count {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: only the last stage may run without minutes or generations",
+                    which(&name)
+                )));
+            }
+            let mut merged = base.clone();
+            merge(&mut merged, entry);
+            let config: RunConfig = toml::Value::Table(merged).try_into().map_err(|e: toml::de::Error| {
+                ConfigError::Parse(format!(
+                    "{}: {} (a stage's keys: {}, or config sections)",
+                    which(&name),
+                    e.message(),
+                    STAGE_KEYS.join(", ")
+                ))
+            })?;
+            config.validate().map_err(|e| ConfigError::Invalid(format!("{}: {e}", which(&name))))?;
+            stages.push(Stage { name, minutes, generations, config });
+        }
+        Ok(Curriculum { stages })
+    }
+
+    /// Reads and parses a curriculum file.
+    pub fn load(path: &Path) -> Result<Curriculum, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Curriculum::from_toml(&text).map_err(|e| ConfigError::In { path: path.into(), source: Box::new(e) })
+    }
+
+    /// The run directory of stage `index` (from 0) of a curriculum in `root`.
+    pub fn stage_dir(&self, root: &Path, index: usize) -> PathBuf {
+        root.join(STAGES_DIR).join(format!("{:02}-{}", index + 1, self.stages[index].name))
+    }
+}
+
+/// Merges `over` into `base` key by key: tables recursively, anything else replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(key, v);
+            }
+        }
+    }
+}
+
+/// What a finished stage records (`stage-done.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageDone {
+    /// The stage's name.
+    pub name: String,
+    /// Its newest checkpoint's generation.
+    pub generation: u32,
+    /// Minutes on the stage's own clock.
+    pub stage_minutes: f64,
+    /// Minutes of training behind its newest checkpoint, earlier stages (and the
+    /// curriculum's `--init-from` model) included.
+    pub total_minutes: f64,
+}
+
+fn read_done(path: &Path) -> Result<Option<StageDone>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bredon_storage::integrity::from_checked_json::<StageDone>(&bytes, path)?.0)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(RunError::Io { doing: "reading", path: path.into(), source }),
+    }
+}
+
+/// How a curriculum session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurriculumEnd {
+    /// Every stage is done.
+    Finished,
+    /// Stopped (Ctrl-C) inside a stage; `bredon train --run` resumes it.
+    Stopped,
+}
+
+/// Runs (or resumes) a curriculum in `root`. `config_text` is needed to create it (the
+/// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
+/// own copy. `options` gives each stage's [`TrainOptions`] from its config and run
+/// directory (the device, the checkpoint hook); `init_from` / `init_minutes` start the
+/// first stage from a trained model.
+pub fn train_curriculum(
+    root: &Path,
+    config_text: Option<&str>,
+    init_from: Option<PathBuf>,
+    init_minutes: Option<f64>,
+    options: &dyn Fn(
+        &RunConfig,
+        &RunDir,
+    ) -> std::result::Result<TrainOptions, Box<dyn std::error::Error + Send + Sync>>,
+    stop: Arc<AtomicBool>,
+) -> Result<CurriculumEnd> {
+    let saved = root.join(CURRICULUM_FILE);
+    let curriculum = if saved.is_file() {
+        let own = Curriculum::load(&saved)?;
+        if let Some(text) = config_text
+            && Curriculum::from_toml(text).ok().as_ref() != Some(&own)
+        {
+            eprintln!("warning: {} exists with other stages; resuming with the run's own copy", saved.display());
+        }
+        own
+    } else {
+        let Some(text) = config_text else {
+            return Err(RunError::NotARun { path: root.to_path_buf(), config_given: false });
+        };
+        let c = Curriculum::from_toml(text)?;
+        std::fs::create_dir_all(root).map_err(|source| RunError::Io {
+            doing: "creating",
+            path: root.into(),
+            source,
+        })?;
+        atomic_write(&saved, text.as_bytes())?;
+        c
+    };
+    let count = curriculum.stages.len();
+    // The previous stage's newest checkpoint and the minutes behind it.
+    let mut previous: Option<(PathBuf, f64)> = init_from.map(|p| (p, init_minutes.unwrap_or(0.0)));
+    let mut first_init = true;
+    for (index, stage) in curriculum.stages.iter().enumerate() {
+        let dir = curriculum.stage_dir(root, index);
+        let run = RunDir::new(&dir);
+        let done_path = dir.join(STAGE_DONE_FILE);
+        let tag = StageTag { number: index + 1, of: count, name: stage.name.clone() };
+        if let Some(done) = read_done(&done_path)? {
+            previous = Some((run.checkpoint_dir(crate::generation::Generation(done.generation)), done.total_minutes));
+            first_init = false;
+            continue;
+        }
+        let text = toml::to_string(&stage.config).expect("a run config serialises");
+        let mut cfg = open_run(&run, Some(&stage.config), Some(&text))?;
+        let elapsed_secs = match run.latest()? {
+            Some(g) => run.read_state(g)?.elapsed_secs,
+            None => 0.0,
+        };
+        let fresh = run.latest()?.is_none();
+        let remaining = stage.minutes - elapsed_secs / 60.0;
+        let generation_reached = |run: &RunDir| -> Result<bool> {
+            Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
+        };
+        if !(stage.minutes > 0.0 && remaining <= 0.0) && !generation_reached(&run)? {
+            cfg.schedule.max_minutes = if stage.minutes > 0.0 { remaining } else { 0.0 };
+            cfg.schedule.generations = stage.generations;
+            let mut opts = options(&cfg, &run).map_err(|source| RunError::Stage { stage: tag.to_string(), source })?;
+            opts.stage = Some(tag.clone());
+            if fresh && let Some((from, minutes)) = &previous {
+                opts.init_from = Some(from.clone());
+                // The first stage's model from `--init-from`: its minutes as given (or
+                // from its state.json); later stages: the minutes behind the previous one.
+                opts.init_minutes = if first_init { init_minutes } else { Some(*minutes) };
+            }
+            eprintln!("{tag}: {}", if fresh { "starting" } else { "resuming" });
+            train(&cfg, &run, &opts, stop.clone())?;
+            if stop.load(Ordering::Relaxed) {
+                return Ok(CurriculumEnd::Stopped);
+            }
+        }
+        let latest = run.latest()?.ok_or_else(|| RunError::NotARun { path: dir.clone(), config_given: true })?;
+        let stage_minutes = run.read_state(latest)?.elapsed_secs / 60.0;
+        let before = match std::fs::read(run.init_path()) {
+            Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("minutes").and_then(|m| m.as_f64()))
+                .unwrap_or(0.0),
+            Err(_) => 0.0,
+        };
+        let done = StageDone {
+            name: stage.name.clone(),
+            generation: latest.number(),
+            stage_minutes,
+            total_minutes: before + stage_minutes,
+        };
+        atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;
+        eprintln!("{tag}: done at {latest} after {stage_minutes:.1} minutes ({:.1} in all)", done.total_minutes);
+        previous = Some((run.checkpoint_dir(latest), done.total_minutes));
+        first_init = false;
+    }
+    Ok(CurriculumEnd::Finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[game]\nsize = 5\n[net]\nblocks = 2\nchannels = 16\n[selfplay]\nvisits = 50\n";
+
+    fn parse(stages: &str) -> Result<Curriculum, ConfigError> {
+        Curriculum::from_toml(&format!("{BASE}{stages}"))
+    }
+
+    #[test]
+    fn stages_merge_their_sections_into_the_shared_config() {
+        let c = parse(
+            "[[stage]]\nname = \"5x5\"\nminutes = 30\n\
+             [[stage]]\nname = \"6x6\"\ngenerations = 40\ngame = { size = 6, komi = 2.0 }\nselfplay = { visits = 200 }\n\
+             [[stage]]\nname = \"6x6-b4\"\nnet = { blocks = 4 }\n",
+        )
+        .unwrap();
+        let s = &c.stages;
+        assert_eq!(s.len(), 3);
+        assert_eq!((s[0].minutes, s[0].generations, s[0].config.game.size), (30.0, 0, 5));
+        assert_eq!((s[1].minutes, s[1].generations), (0.0, 40));
+        assert_eq!((s[1].config.game.size, s[1].config.game.komi, s[1].config.selfplay.visits), (6, 2.0, 200));
+        // A stage's table sets only the keys it names; later stages start from the shared
+        // config again, not from the stage before.
+        assert_eq!((s[1].config.net.blocks, s[1].config.net.channels), (2, 16));
+        assert_eq!((s[2].config.game.size, s[2].config.net.blocks, s[2].config.selfplay.visits), (5, 4, 50));
+        assert_eq!(c.stage_dir(Path::new("r"), 1), Path::new("r/stages/02-6x6"));
+        assert!(Curriculum::is_curriculum(&format!("{BASE}[[stage]]\nname = \"a\"\n")));
+        assert!(!Curriculum::is_curriculum(BASE));
+    }
+
+    #[test]
+    fn a_bad_curriculum_names_the_stage_and_the_problem() {
+        let err = |stages: &str| parse(stages).unwrap_err().to_string();
+        assert!(err("[[stage]]\nminutes = 3\n").contains("[[stage]] 1 has no name"));
+        let e = err("[[stage]]\nname = \"a\"\n[[stage]]\nname = \"b\"\nminutes = 3\n");
+        assert!(e.contains("[[stage]] 1 (a)") && e.contains("only the last stage"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\nminutes = 3\n[[stage]]\nname = \"a\"\n");
+        assert!(e.contains("[[stage]] 2 (a)") && e.contains("two stages"), "{e}");
+        let e = err("[[stage]]\nname = \"a/b\"\n");
+        assert!(e.contains("names a folder"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\nminutes = -1\n");
+        assert!(e.contains("minutes must be a positive number"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\nminute = 3\n");
+        assert!(e.contains("[[stage]] 1 (a)") && e.contains("minute"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\nnet = { blockz = 3 }\n");
+        assert!(e.contains("[[stage]] 1 (a)") && e.contains("blockz"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\ngame = { size = 9 }\n");
+        assert!(e.contains("[[stage]] 1 (a)") && e.contains("game.size = 9"), "{e}");
+        assert!(Curriculum::from_toml(BASE).unwrap_err().to_string().contains("[[stage]]"));
+        assert!(Curriculum::from_toml("stage = 3\n").unwrap_err().to_string().contains("[[stage]]"));
+    }
+}
