@@ -548,6 +548,15 @@ pub enum ArenaError {
         #[source]
         source: SpecError,
     },
+    /// The run's `[eval.anchor] player` cannot make a player, or it does not start.
+    #[error("[eval.anchor] player = {spec:?}")]
+    Anchor {
+        /// The spec as the config gives it.
+        spec: String,
+        /// What is wrong with it ([`SpecError`], or [`ArenaError::StartPlayer`]).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A player that could not be started before the match.
     #[error("starting player {name}")]
     StartPlayer {

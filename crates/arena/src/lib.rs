@@ -69,5 +69,6 @@ pub use spec::{Entrant, PlayerFactory, PlayerSpec, SearchSettings};
 pub use sprt::{FixedGames, Gate, GateConfig, GateState, Sprt, SprtModel};
 pub use tei::{TeiConfig, TeiPlayer};
 pub use training::{
-    GateOutcome, Ladder, LadderOptions, LadderVisits, gate_generation, pick_checkpoints, training_hook,
+    Anchor, AnchorOutcome, GateOutcome, Ladder, LadderOptions, LadderVisits, gate_generation, pick_checkpoints,
+    training_hook,
 };

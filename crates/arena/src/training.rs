@@ -159,7 +159,7 @@ impl Ladder {
         let mut names: Vec<String> = self.checkpoints.iter().map(Generation::to_string).collect();
         names.extend(baselines.iter().cloned());
         let table = rate_results(&out.join(&self.config.results_file), &names, &self.config.elo, &out)?;
-        write_curves(&self.run, &table, &self.checkpoints, &baselines)?;
+        write_curves(&self.run, &table, &self.checkpoints, &baselines, &LADDER_CURVES)?;
         Ok(table)
     }
 }
@@ -202,6 +202,7 @@ fn write_curves(
     table: &RatingsTable,
     checkpoints: &[Generation],
     baselines: &[String],
+    files: &CurveFiles,
 ) -> Result<(), ArenaError> {
     let mut points = Vec::new();
     let mut rows = Vec::new();
@@ -215,7 +216,8 @@ fn write_curves(
         let minutes = before + state.elapsed_secs / 60.0;
         max_minutes = max_minutes.max(minutes);
         points.push(EloPoint { x: minutes, elo: row.elo, lo: row.lo, hi: row.hi, label: "checkpoints".into() });
-        tb.scalars(state.step, &[("arena/elo", row.elo), ("arena/elo_lo", row.lo), ("arena/elo_hi", row.hi)]);
+        let [elo, lo, hi] = files.tags;
+        tb.scalars(state.step, &[(elo, row.elo), (lo, row.lo), (hi, row.hi)]);
         rows.push(EloCurveRow {
             name,
             generation: state.generation.number(),
@@ -239,9 +241,154 @@ fn write_curves(
     } else {
         format!("minutes of training (wall clock; this machine has {} cores)", cores())
     };
-    plot_elo(&points, &x_desc, &run.path(layout::ELO_PLOT))?;
-    crate::results::write_atomic(&run.path(layout::ELO_CURVE), write_elo_curve(&rows).as_bytes())?;
+    plot_elo(&points, &x_desc, &run.path(files.plot))?;
+    crate::results::write_atomic(&run.path(files.csv), write_elo_curve(&rows).as_bytes())?;
     Ok(())
+}
+
+/// Where [`write_curves`] writes a curve: the chart, the table and the TensorBoard tags
+/// (Elo, its 95% interval's low and high ends).
+struct CurveFiles {
+    plot: &'static str,
+    csv: &'static str,
+    tags: [&'static str; 3],
+}
+
+/// The Elo ladder's curve, anchored at the first checkpoint rated.
+const LADDER_CURVES: CurveFiles =
+    CurveFiles { plot: layout::ELO_PLOT, csv: layout::ELO_CURVE, tags: ["arena/elo", "arena/elo_lo", "arena/elo_hi"] };
+
+/// The curve on the outside anchor's scale.
+const ANCHOR_CURVES: CurveFiles = CurveFiles {
+    plot: layout::ANCHOR_ELO_PLOT,
+    csv: layout::ANCHOR_ELO_CURVE,
+    tags: ["arena/anchor_elo", "arena/anchor_elo_lo", "arena/anchor_elo_hi"],
+};
+
+/// A run's outside anchor (`[eval.anchor]`), parsed and started once: a fixed player
+/// (another engine over TEI, typically) that every `every`-th checkpoint plays, so the
+/// run's Elo reads on a scale that does not move with the run.
+#[derive(Clone, Debug)]
+pub struct Anchor {
+    /// The anchor player.
+    pub spec: PlayerSpec,
+    /// Play it after every this many generations.
+    pub every: u32,
+    /// Games per checkpoint.
+    pub games: usize,
+}
+
+/// One checkpoint's anchor match ([`Anchor::play`]).
+#[derive(Clone, Debug)]
+pub struct AnchorOutcome {
+    /// The checkpoint.
+    pub generation: Generation,
+    /// The anchor's name.
+    pub anchor: String,
+    /// The checkpoint's row of the fit (its games, score and Elo on the anchor's scale).
+    pub row: crate::elo::RatingRow,
+}
+
+impl fmt::Display for AnchorOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.row;
+        write!(
+            f,
+            "anchor: {} vs {}: {:.1}% over {} games ({}-{}-{}), Elo {:+.0} [{:+.0}, {:+.0}] on {}'s scale",
+            self.generation,
+            self.anchor,
+            r.score * 100.0,
+            r.games,
+            r.wins,
+            r.draws,
+            r.losses,
+            r.elo,
+            r.lo,
+            r.hi,
+            self.anchor
+        )
+    }
+}
+
+impl Anchor {
+    /// The anchor of a run with config `cfg`, `None` when `[eval.anchor] player` is unset.
+    /// The player is started once here, so a bad spec or a missing engine is an error
+    /// before training starts, not a forfeit after the first generation.
+    pub fn from_config(cfg: &RunConfig, compute: &bredon_infer::Compute) -> Result<Option<Anchor>, ArenaError> {
+        let settings = &cfg.eval.anchor;
+        let Some(text) = &settings.player else { return Ok(None) };
+        let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArenaError::Anchor { spec: text.clone(), source };
+        let spec: PlayerSpec = text.parse().map_err(|e: crate::error::SpecError| bad(e.into()))?;
+        let anchor = Anchor { spec, every: settings.every.max(1), games: settings.games };
+        let config = anchor.match_config(cfg);
+        let entrant = anchor
+            .spec
+            .entrant(config.size, config.default_limits(), config.seed, compute)
+            .map_err(|e| bad(e.into()))?;
+        check_players(std::slice::from_ref(&entrant)).map_err(|e| bad(e.into()))?;
+        Ok(Some(anchor))
+    }
+
+    /// The anchor matches' settings: the run's board and ply limit, `[eval] visits` for
+    /// the checkpoint, the default openings with a fixed seed (the same for every
+    /// checkpoint), and the fit rating the anchor at 0.
+    fn match_config(&self, cfg: &RunConfig) -> MatchConfig {
+        on_run_board(
+            cfg,
+            MatchConfig {
+                games_per_pairing: self.games,
+                visits: cfg.eval.visits as u64,
+                max_plies: cfg.selfplay.max_plies,
+                threads: cores(),
+                schedule: Schedule::Gauntlet,
+                elo: EloOptions { anchor: Some(self.spec.name()), ..EloOptions::default() },
+                ..MatchConfig::default()
+            },
+        )
+    }
+
+    /// Whether checkpoint `generation` plays the anchor.
+    pub fn due(&self, generation: Generation) -> bool {
+        generation.number().is_multiple_of(self.every)
+    }
+
+    /// Plays checkpoint `generation` of `run` against the anchor in `<run>/arena/anchor/`
+    /// (games already in its results file are skipped, so a killed match resumes), rates
+    /// every checkpoint that has played it with the anchor at 0, and writes the curve on
+    /// its scale (`elo-curve.csv`, `elo.svg`, TensorBoard `arena/anchor_elo`).
+    pub fn play(
+        &self,
+        run: &RunDir,
+        cfg: &RunConfig,
+        generation: Generation,
+        compute: &bredon_infer::Compute,
+    ) -> Result<AnchorOutcome, ArenaError> {
+        let config = self.match_config(cfg);
+        let entrants =
+            entrants_from_specs(&config, &[checkpoint_spec(run, cfg, generation), self.spec.clone()], compute)?;
+        let dir = run.path(layout::ANCHOR);
+        run_match(&config, &entrants, &dir, &mut |_| ControlFlow::Continue(()))?;
+        let results = dir.join(&config.results_file);
+        let records = crate::results::load_records(&results)?;
+        let played: Vec<Generation> = run
+            .checkpoints()
+            .into_iter()
+            .filter(|g| {
+                let name = g.to_string();
+                records.iter().any(|r| r.white == name || r.black == name)
+            })
+            .collect();
+        let anchor = self.spec.name();
+        let mut names: Vec<String> = vec![anchor.clone()];
+        names.extend(played.iter().map(Generation::to_string));
+        let table = rate_results(&results, &names, &config.elo, &dir)?;
+        write_curves(run, &table, &played, std::slice::from_ref(&anchor), &ANCHOR_CURVES)?;
+        let row = table
+            .get(&generation.to_string())
+            .cloned()
+            .ok_or(ArenaError::NoCheckpoints { run: run.root().to_path_buf() })?;
+        Ok(AnchorOutcome { generation, anchor, row })
+    }
 }
 
 /// What a gate decided ([`gate_generation`]).
@@ -339,15 +486,21 @@ fn ladder_after(run: &RunDir, cfg: &RunConfig, compute: &bredon_infer::Compute) 
 }
 
 /// The checkpoint hook for `bredon_selfplay::train::train` with `cfg`'s `[eval]`
-/// settings: gating (`[eval.gate] enabled`) and the Elo ladder every `arena_every`
-/// generations; `None` if neither is on. Both print what they decided. The networks run
-/// on `compute` (the training run's).
-pub fn training_hook(cfg: &RunConfig, run: &RunDir, compute: &bredon_infer::Compute) -> Option<CheckpointHook> {
-    if cfg.eval.arena_every == 0 && !cfg.eval.gate.enabled {
-        return None;
+/// settings: gating (`[eval.gate] enabled`), the Elo ladder every `arena_every`
+/// generations and the outside anchor (`[eval.anchor]`); `None` if none is on. Each
+/// prints what it decided. The networks run on `compute` (the training run's). A bad
+/// anchor is an error here, before training starts.
+pub fn training_hook(
+    cfg: &RunConfig,
+    run: &RunDir,
+    compute: &bredon_infer::Compute,
+) -> Result<Option<CheckpointHook>, ArenaError> {
+    let anchor = Anchor::from_config(cfg, compute)?;
+    if cfg.eval.arena_every == 0 && !cfg.eval.gate.enabled && anchor.is_none() {
+        return Ok(None);
     }
     let (cfg, run, compute) = (cfg.clone(), run.clone(), compute.clone());
-    Some(std::sync::Arc::new(move |generation: Generation| {
+    Ok(Some(std::sync::Arc::new(move |generation: Generation| {
         if cfg.eval.gate.enabled
             && let Some(outcome) = gate_generation(&run, &cfg, generation, &compute)?
         {
@@ -359,8 +512,12 @@ pub fn training_hook(cfg: &RunConfig, run: &RunDir, compute: &bredon_infer::Comp
             eprintln!("{table}");
             eprintln!("wrote {}", run.path(layout::ELO_PLOT).display());
         }
+        if let Some(anchor) = anchor.as_ref().filter(|a| a.due(generation)) {
+            let outcome = anchor.play(&run, &cfg, generation, &compute)?;
+            eprintln!("{outcome}");
+        }
         Ok(())
-    }))
+    })))
 }
 
 #[cfg(test)]

@@ -140,7 +140,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     let opts = TrainOptions {
         external_selfplay: args.external_selfplay,
         quiet: args.quiet,
-        after_checkpoint: bredon_arena::training_hook(&cfg, &run, &compute),
+        after_checkpoint: bredon_arena::training_hook(&cfg, &run, &compute)?,
         init_from: args.init_from.clone(),
         init_minutes: args.init_minutes,
         remote: opened.remote.clone(),
@@ -184,7 +184,7 @@ fn run_curriculum(
         let compute = open_device(cfg, device).map_err(|e| format!("{e:#}"))?;
         Ok(TrainOptions {
             quiet: args.quiet,
-            after_checkpoint: bredon_arena::training_hook(cfg, run, &compute),
+            after_checkpoint: bredon_arena::training_hook(cfg, run, &compute)?,
             compute,
             ..TrainOptions::default()
         })

@@ -392,11 +392,22 @@ pub struct EvalConfig {
     /// Gating: each new checkpoint plays the current self-play model and replaces it only
     /// if it wins the test. Off by default (the newest checkpoint always plays).
     pub gate: GateSettings,
+    /// An outside anchor for the run's Elo (`[eval.anchor]`): checkpoints play a fixed
+    /// player, such as another engine over TEI, and are rated on its scale. Off by default.
+    pub anchor: AnchorSettings,
 }
 
 impl Default for EvalConfig {
     fn default() -> Self {
-        EvalConfig { every: 1, games: 20, visits: 64, arena_every: 0, arena_games: 10, gate: GateSettings::default() }
+        EvalConfig {
+            every: 1,
+            games: 20,
+            visits: 64,
+            arena_every: 0,
+            arena_games: 10,
+            gate: GateSettings::default(),
+            anchor: AnchorSettings::default(),
+        }
     }
 }
 
@@ -447,6 +458,31 @@ impl Default for GateSettings {
             beta: 0.1,
             visits: 0,
         }
+    }
+}
+
+/// Settings of the outside anchor (`[eval.anchor]`): every `every`-th checkpoint plays
+/// `games` games against `player` right after it is written, at `[eval] visits` a move.
+/// The fit rates `player` at 0, so `<run>/arena/anchor/elo-curve.csv` and `elo.svg` draw
+/// the run on its scale: "gen-0040 is 120 Elo below Tiltak at 20,000 nodes".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnchorSettings {
+    /// The anchor, spelled as `bredon arena --player` takes it, e.g.
+    /// `"tei:/opt/tiltak/tei;name=tiltak;nodes=20000;option.HalfKomi=4"`. Give it a limit
+    /// of its own (`nodes=`, `movetime=`), or it searches `[eval] visits` nodes a move.
+    /// Unset: no anchor matches.
+    pub player: Option<String>,
+    /// Play the anchor after every this many generations (at least 1).
+    pub every: u32,
+    /// Games per checkpoint, in colour-swapped pairs from the match's default openings (the
+    /// same openings for every checkpoint, so their scores compare).
+    pub games: usize,
+}
+
+impl Default for AnchorSettings {
+    fn default() -> Self {
+        AnchorSettings { player: None, every: 10, games: 20 }
     }
 }
 
@@ -600,6 +636,18 @@ impl RunConfig {
             }
             if gate.elo1 <= gate.elo0 || !(0.0..0.5).contains(&gate.alpha) || !(0.0..0.5).contains(&gate.beta) {
                 invalid!("eval.gate needs elo1 > elo0 and alpha, beta in (0, 0.5)");
+            }
+        }
+        let anchor = &self.eval.anchor;
+        if anchor.player.is_some() {
+            if anchor.every == 0 {
+                invalid!("eval.anchor.every must be at least 1 (remove eval.anchor.player to play no anchor)");
+            }
+            if anchor.games < 2 {
+                invalid!(
+                    "eval.anchor.games = {} must be at least 2 (games are played in colour-swapped pairs)",
+                    anchor.games
+                );
             }
         }
         Ok(())

@@ -208,6 +208,11 @@ fn read_done(path: &Path) -> Result<Option<StageDone>> {
     }
 }
 
+/// Makes a stage's [`TrainOptions`] from its config and run directory (its device, its
+/// checkpoint hook).
+pub type StageOptions<'a> =
+    dyn Fn(&RunConfig, &RunDir) -> std::result::Result<TrainOptions, Box<dyn std::error::Error + Send + Sync>> + 'a;
+
 /// How a curriculum session ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CurriculumEnd {
@@ -227,10 +232,7 @@ pub fn train_curriculum(
     config_text: Option<&str>,
     init_from: Option<PathBuf>,
     init_minutes: Option<f64>,
-    options: &dyn Fn(
-        &RunConfig,
-        &RunDir,
-    ) -> std::result::Result<TrainOptions, Box<dyn std::error::Error + Send + Sync>>,
+    options: &StageOptions<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<CurriculumEnd> {
     let saved = root.join(CURRICULUM_FILE);
@@ -280,7 +282,8 @@ pub fn train_curriculum(
         let generation_reached = |run: &RunDir| -> Result<bool> {
             Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
         };
-        if !(stage.minutes > 0.0 && remaining <= 0.0) && !generation_reached(&run)? {
+        let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)?;
+        if !finished {
             cfg.schedule.max_minutes = if stage.minutes > 0.0 { remaining } else { 0.0 };
             cfg.schedule.generations = stage.generations;
             let mut opts = options(&cfg, &run).map_err(|source| RunError::Stage { stage: tag.to_string(), source })?;

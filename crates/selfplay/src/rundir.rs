@@ -68,6 +68,12 @@ pub mod layout {
     pub const ARENA_TENSORBOARD: &str = "logs/tensorboard/arena";
     /// Gating matches.
     pub const GATING: &str = "arena/gating";
+    /// The outside anchor's matches (`[eval.anchor]`): games, results, ratings.
+    pub const ANCHOR: &str = "arena/anchor";
+    /// The Elo curve on the anchor's scale (the columns of [`ELO_CURVE`]).
+    pub const ANCHOR_ELO_CURVE: &str = "arena/anchor/elo-curve.csv";
+    /// That curve as a chart.
+    pub const ANCHOR_ELO_PLOT: &str = "arena/anchor/elo.svg";
     /// Exported models.
     pub const EXPORTS: &str = "exports";
     /// The model files of a checkpoint (written by `bredon_nn`).

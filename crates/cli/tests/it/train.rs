@@ -536,6 +536,66 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("[[stage]]"));
 }
 
+/// `[eval.anchor]`: every checkpoint plays an outside engine over TEI (here `bredon tei`
+/// itself, a real engine process) and the run's Elo is fitted on that engine's scale.
+#[test]
+fn an_outside_anchor_rates_each_checkpoint_on_its_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = format!("tei:{} tei;name=bredon-tei;nodes=16", env!("CARGO_BIN_EXE_bredon"));
+    let mut anchor = toml::Table::new();
+    anchor.insert("player".into(), engine.into());
+    anchor.insert("every".into(), 1.into());
+    anchor.insert("games".into(), 2.into());
+    let config = TinyConfig::new(2).set("eval", "anchor", anchor).write(dir.path());
+    let run = dir.path().join("run");
+    let out = train(&config, &run, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    // "anchor: gen-0001 vs bredon-tei: 50.0% over 2 games (1-0-1), Elo +0 [-400, +400] on bredon-tei's scale"
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("anchor: ")).collect();
+    let played: Vec<&str> = lines.iter().map(|l| l.split_whitespace().nth(1).unwrap()).collect();
+    assert!(played.contains(&"gen-0001") && played.contains(&"gen-0002"), "{stderr}");
+    for l in &lines {
+        assert!(
+            l.contains("vs bredon-tei: ") && l.contains(" over 2 games ") && l.ends_with("on bredon-tei's scale"),
+            "{l}"
+        );
+    }
+    let anchor_dir = run.join("arena").join("anchor");
+    let records = bredon_arena::load_records(&anchor_dir.join("results.jsonl")).unwrap();
+    assert_eq!(records.len(), 2 * lines.len(), "{records:?}");
+    for r in &records {
+        assert!(r.white == "bredon-tei" || r.black == "bredon-tei", "{r:?}");
+        assert!(!matches!(r.termination, bredon_arena::Termination::Forfeit { .. }), "{r:?}");
+        assert_eq!(r.size, 3);
+    }
+    // The fit rates the anchor at 0, and the curve has a point per checkpoint that played.
+    let ratings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(anchor_dir.join("ratings.json")).unwrap()).unwrap();
+    assert_eq!(ratings["anchor"], "bredon-tei", "{ratings}");
+    let curve = std::fs::read_to_string(anchor_dir.join("elo-curve.csv")).unwrap();
+    for g in &played {
+        assert!(curve.lines().any(|l| l.starts_with(&format!("{g},"))), "{g} missing from:\n{curve}");
+    }
+    assert!(anchor_dir.join("elo.svg").is_file());
+}
+
+/// An anchor that cannot start stops `bredon train` before the first generation, naming
+/// the config key.
+#[test]
+fn a_missing_anchor_engine_is_refused_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut anchor = toml::Table::new();
+    anchor.insert("player".into(), "tei:/nonexistent/tei-engine;name=outside".into());
+    let config = TinyConfig::new(1).set("eval", "anchor", anchor).write(dir.path());
+    let run = dir.path().join("run");
+    let out = train(&config, &run, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("[eval.anchor] player") && stderr.contains("/nonexistent/tei-engine"), "{stderr}");
+    assert!(!run.join("checkpoints").join("gen-0001").exists(), "trained despite the bad anchor");
+}
+
 fn json_line(line: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap()
 }
