@@ -1,13 +1,15 @@
 //! A training run's checkpoints in the arena: the **Elo ladder** (`bredon arena --run`,
 //! and every `[eval] arena_every` generations during training) and **gating** (`[eval.gate]`:
-//! a new checkpoint replaces the self-play model only if it beats it). The run is read
+//! a new checkpoint replaces the self-play model only if it beats it), and the **outside
+//! anchor** ([`Anchor`], `[eval.anchor]`: checkpoints rated against a fixed player). The run is read
 //! and written through `bredon_selfplay`'s [`RunDir`], which owns its layout; the training
 //! loop calls in through [`training_hook`].
 //!
 //! The ladder writes in `<run>/arena/`: the games, `results.jsonl`, `ratings.csv` and
 //! `.json`, `elo.svg` (Elo against minutes of training), `elo-curve.csv` (the same points
 //! with generation, step and minutes; [`crate::read_elo_curve`] reads it) and TensorBoard
-//! scalars under `logs/tensorboard/arena`. Gating plays in `<run>/arena/gating/`.
+//! scalars under `logs/tensorboard/arena`. Gating plays in `<run>/arena/gating/`, the
+//! anchor in `<run>/arena/anchor/` (the same files, its curve on the anchor's scale).
 
 use std::fmt;
 use std::ops::ControlFlow;
@@ -319,7 +321,7 @@ impl Anchor {
         let Some(text) = &settings.player else { return Ok(None) };
         let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArenaError::Anchor { spec: text.clone(), source };
         let spec: PlayerSpec = text.parse().map_err(|e: crate::error::SpecError| bad(e.into()))?;
-        let anchor = Anchor { spec, every: settings.every.max(1), games: settings.games };
+        let anchor = Anchor { spec, every: settings.every, games: settings.games };
         let config = anchor.match_config(cfg);
         let entrant = anchor
             .spec
@@ -368,21 +370,11 @@ impl Anchor {
             entrants_from_specs(&config, &[checkpoint_spec(run, cfg, generation), self.spec.clone()], compute)?;
         let dir = run.path(layout::ANCHOR);
         run_match(&config, &entrants, &dir, &mut |_| ControlFlow::Continue(()))?;
-        let results = dir.join(&config.results_file);
-        let records = crate::results::load_records(&results)?;
-        let played: Vec<Generation> = run
-            .checkpoints()
-            .into_iter()
-            .filter(|g| {
-                let name = g.to_string();
-                records.iter().any(|r| r.white == name || r.black == name)
-            })
-            .collect();
+        // Every player in the results file is rated (the anchor first, at 0); the curve
+        // takes the checkpoints that have a row.
+        let table = rate_results(&dir.join(&config.results_file), &[], &config.elo, &dir)?;
         let anchor = self.spec.name();
-        let mut names: Vec<String> = vec![anchor.clone()];
-        names.extend(played.iter().map(Generation::to_string));
-        let table = rate_results(&results, &names, &config.elo, &dir)?;
-        write_curves(run, &table, &played, std::slice::from_ref(&anchor), &ANCHOR_CURVES)?;
+        write_curves(run, &table, &run.checkpoints(), std::slice::from_ref(&anchor), &ANCHOR_CURVES)?;
         let row = table
             .get(&generation.to_string())
             .cloned()
