@@ -77,6 +77,14 @@ def main() -> int:
     games = [r for r in records if args.player in (r["white"], r["black"]) and r.get("ptn_file")]
     if args.colour:
         games = [r for r in games if r[args.colour] == args.player]
+    # Only games that ended by the rules: a forfeit, a crash or an adjudication leaves a
+    # final position that is not over, whose result the values cannot be judged against
+    # (and `bredon analyse` then never reports a result to end the game's answers on).
+    unfinished = [r for r in games if r.get("termination", {}).get("kind", "rules") != "rules"]
+    if unfinished:
+        kinds = ", ".join(sorted({r["termination"]["kind"] for r in unfinished}))
+        print(f"skipping {len(unfinished)} game(s) not ended by the rules ({kinds})", file=sys.stderr)
+        games = [r for r in games if r not in unfinished]
     if args.games:
         games = games[: args.games]
     if not games:
