@@ -77,14 +77,6 @@ def main() -> int:
     games = [r for r in records if args.player in (r["white"], r["black"]) and r.get("ptn_file")]
     if args.colour:
         games = [r for r in games if r[args.colour] == args.player]
-    # Only games that ended by the rules: a forfeit, a crash or an adjudication leaves a
-    # final position that is not over, whose result the values cannot be judged against
-    # (and `bredon analyse` then never reports a result to end the game's answers on).
-    unfinished = [r for r in games if r.get("termination", {}).get("kind", "rules") != "rules"]
-    if unfinished:
-        kinds = ", ".join(sorted({r["termination"]["kind"] for r in unfinished}))
-        print(f"skipping {len(unfinished)} game(s) not ended by the rules ({kinds})", file=sys.stderr)
-        games = [r for r in games if r not in unfinished]
     if args.games:
         games = games[: args.games]
     if not games:
@@ -99,6 +91,7 @@ def main() -> int:
     by_reserves = defaultdict(lambda: [0, 0.0, 0])
     # reserves bucket -> [positions, sum of the value for white, sum of the result for white]
     bias = defaultdict(lambda: [0, 0.0, 0.0])
+    skipped = 0
     for i, rec in enumerate(games):
         ptn = (root / rec["ptn_file"]).read_text()
         query = {"id": str(i), "ptn": ptn, "visits": args.visits, "komi": rec["half_komi"] / 2,
@@ -113,9 +106,14 @@ def main() -> int:
                 print(f"{rec['ptn_file']}: {a['error']}", file=sys.stderr)
                 break
             answers.append(a)
-            if a["result"] is not None:
+            # The game's last position: over by the rules, or (a forfeit, a crash, an
+            # adjudication) not, when `bredon analyse` reports no result to stop on.
+            if a["result"] is not None or a["ply"] >= rec["plies"]:
                 break
         if not answers or answers[-1]["result"] is None:
+            # No error, or a game not ended by the rules: its values cannot be judged
+            # against a result the position does not show.
+            skipped += 1
             continue
         final_empty, _, _, final_top = board_counts(answers[-1]["tps"], size)
         final_margin_white = final_top - rec["half_komi"] / 2
@@ -155,7 +153,9 @@ def main() -> int:
     engine.stdin.close()
     engine.wait()
     as_colour = f" as {args.colour}" if args.colour else ""
-    print(f"{len(games)} games of {args.player}{as_colour} in {root}, the network at {args.visits} visit(s)")
+    if skipped:
+        print(f"skipped {skipped} game(s) with an error or not ended by the rules", file=sys.stderr)
+    print(f"{len(games) - skipped} games of {args.player}{as_colour} in {root}, the network at {args.visits} visit(s)")
     print()
     print("All positions, by the mover's-side reserves left (fewer of the two) and empty squares:")
     print("| reserves | empty | positions | value MSE | wrong side | margin error (flats; games not won by a road) |")
