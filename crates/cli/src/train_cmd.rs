@@ -50,6 +50,13 @@ pub struct TrainArgs {
     /// state.json; unknown for an export).
     #[arg(long, value_name = "MINUTES", requires = "init_from")]
     init_minutes: Option<f64>,
+    /// With --init-from: start the new run's replay window with the newest games of this
+    /// run directory (or, given a checkpoint directory `RUN/checkpoints/gen-NNNN`, of the
+    /// games played before it), up to `[train] window_max` samples, hard-linked or copied
+    /// into `<run>/inherited/`. The window and its growth then continue instead of
+    /// starting empty. Same board size; local runs.
+    #[arg(long, value_name = "RUN", requires = "init_from")]
+    window_from: Option<PathBuf>,
 }
 
 /// Arguments of `bredon selfplay`.
@@ -143,6 +150,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         after_checkpoint: bredon_arena::training_hook(&cfg, &run, &compute)?,
         init_from: args.init_from.clone(),
         init_minutes: args.init_minutes,
+        window_from: args.window_from.clone(),
         remote: opened.remote.clone(),
         compute,
         stage: None,
@@ -189,7 +197,15 @@ fn run_curriculum(
             ..TrainOptions::default()
         })
     };
-    let end = train_curriculum(&opened.dir, text, args.init_from.clone(), args.init_minutes, &options, stop_flag())?;
+    let end = train_curriculum(
+        &opened.dir,
+        text,
+        args.init_from.clone(),
+        args.init_minutes,
+        args.window_from.clone(),
+        &options,
+        stop_flag(),
+    )?;
     match end {
         CurriculumEnd::Finished => eprintln!("done: every stage of {} is trained", opened.dir.display()),
         CurriculumEnd::Stopped => {

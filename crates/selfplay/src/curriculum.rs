@@ -226,12 +226,16 @@ pub enum CurriculumEnd {
 /// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
 /// own copy. `options` gives each stage's [`TrainOptions`] from its config and run
 /// directory (the device, the checkpoint hook); `init_from` / `init_minutes` start the
-/// first stage from a trained model.
+/// first stage from a trained model, and `window_from` its replay window from another
+/// run's games. A later stage on the board of the stage before it starts its window
+/// with that stage's games (a growth stage distils the smaller net's own data); a stage
+/// on another board starts empty.
 pub fn train_curriculum(
     root: &Path,
     config_text: Option<&str>,
     init_from: Option<PathBuf>,
     init_minutes: Option<f64>,
+    window_from: Option<PathBuf>,
     options: &StageOptions<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<CurriculumEnd> {
@@ -261,6 +265,7 @@ pub fn train_curriculum(
     // The previous stage's newest checkpoint and the minutes behind it.
     let mut previous: Option<(PathBuf, f64)> = init_from.map(|p| (p, init_minutes.unwrap_or(0.0)));
     let mut first_init = true;
+    let mut previous_size: Option<usize> = None;
     for (index, stage) in curriculum.stages.iter().enumerate() {
         let dir = curriculum.stage_dir(root, index);
         let run = RunDir::new(&dir);
@@ -268,6 +273,7 @@ pub fn train_curriculum(
         let tag = StageTag { number: index + 1, of: count, name: stage.name.clone() };
         if let Some(done) = read_done(&done_path)? {
             previous = Some((run.checkpoint_dir(crate::generation::Generation(done.generation)), done.total_minutes));
+            previous_size = Some(stage.config.game.size);
             first_init = false;
             continue;
         }
@@ -293,6 +299,12 @@ pub fn train_curriculum(
                 // The first stage's model from `--init-from`: its minutes as given (or
                 // from its state.json); later stages: the minutes behind the previous one.
                 opts.init_minutes = if first_init { init_minutes } else { Some(*minutes) };
+                opts.window_from = if first_init {
+                    window_from.clone()
+                } else {
+                    // The games played before the previous stage's newest checkpoint.
+                    (previous_size == Some(cfg.game.size)).then(|| from.clone())
+                };
             }
             eprintln!("{tag}: {}", if fresh { "starting" } else { "resuming" });
             train(&cfg, &run, &opts, stop.clone())?;
@@ -318,6 +330,7 @@ pub fn train_curriculum(
         atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;
         eprintln!("{tag}: done at {latest} after {stage_minutes:.1} minutes ({:.1} in all)", done.total_minutes);
         previous = Some((run.checkpoint_dir(latest), done.total_minutes));
+        previous_size = Some(stage.config.game.size);
         first_init = false;
     }
     Ok(CurriculumEnd::Finished)

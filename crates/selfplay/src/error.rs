@@ -234,6 +234,14 @@ pub enum RunError {
     /// `--init-minutes` that is no number of minutes.
     #[error("--init-minutes must be a number of minutes, 0 or more (got {0})")]
     InitMinutes(f64),
+    /// `--window-from` names no usable source of games.
+    #[error("--window-from {}: {why}", path.display())]
+    WindowFrom {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Too many training steps in a row were non-finite.
     #[error(
         "training diverged: {steps} training steps in a row had a non-finite loss or gradient (last: {last}); \

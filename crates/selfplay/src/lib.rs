@@ -11,6 +11,7 @@ pub mod evaluate;
 pub mod fit;
 pub mod generation;
 pub mod heldout;
+pub mod inherit;
 pub mod net;
 pub mod remote;
 pub mod replay;

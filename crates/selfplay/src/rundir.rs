@@ -11,6 +11,7 @@
 //!   train.lock             held (advisory lock) by the one `train` process of the run
 //!   checkpoints/gen-0003/  model.bpk, model.json, optimizer.bpk, state.json
 //!   games/gen-0003/        <id>.game (training record) + <id>.ptn, played by gen-0003
+//!   inherited/00000-gen-0070/  with `--window-from`: another run's games, the window's start
 //!   logs/tensorboard/      TensorBoard event files
 //!   logs/generations.jsonl one JSON line per generation (the summary line, machine-readable)
 //!   arena/                 the Elo ladder's games, results, ratings, elo.svg, elo-curve.csv
@@ -52,6 +53,9 @@ pub mod layout {
     pub const CHECKPOINTS: &str = "checkpoints";
     /// The self-play games, one directory per generation.
     pub const GAMES: &str = "games";
+    /// Games carried over from another run (`--window-from`), oldest first: the start
+    /// of the replay window.
+    pub const INHERITED: &str = "inherited";
     /// Logs.
     pub const LOGS: &str = "logs";
     /// TensorBoard event files.
@@ -106,6 +110,24 @@ pub struct RunDir {
     root: PathBuf,
 }
 
+/// What `--window-from` carried into a new run (recorded in its `init.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inherited {
+    /// The run (or checkpoint of a run) given.
+    pub source: String,
+    /// Games copied.
+    pub games: usize,
+    /// Their training samples.
+    pub samples: usize,
+    /// Records of the source skipped as unreadable or damaged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Where a run's `gen-0000` weights came from (`<run>/init.json`, written when a run is
 /// created with `--init-from`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +142,9 @@ pub struct InitRecord {
     /// checkpoint's `state.json`): the run's Elo curve counts its minutes from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minutes: Option<f64>,
+    /// The games carried into the replay window with `--window-from`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_from: Option<Inherited>,
 }
 
 /// Training state saved with every checkpoint (everything needed to continue exactly).
@@ -188,6 +213,11 @@ impl RunDir {
         self.path(layout::GAMES)
     }
 
+    /// `inherited/`: games carried over from another run (`--window-from`).
+    pub fn inherited_dir(&self) -> PathBuf {
+        self.path(layout::INHERITED)
+    }
+
     /// `games/gen-NNNN/`: the games `generation` played.
     pub fn generation_games_dir(&self, generation: Generation) -> PathBuf {
         self.path(&layout::games(generation))
@@ -240,7 +270,7 @@ impl RunDir {
         }
         remove_stale_temps(&self.root);
         remove_stale_temps(&self.checkpoints_dir());
-        for dir in [self.games_dir(), self.checkpoints_dir()] {
+        for dir in [self.games_dir(), self.checkpoints_dir(), self.inherited_dir()] {
             if let Ok(rd) = std::fs::read_dir(dir) {
                 for e in rd.flatten() {
                     remove_stale_temps(&e.path());

@@ -61,6 +61,10 @@ pub struct TrainOptions {
     /// Minutes of training behind the `init_from` model, for the run's Elo curve (default:
     /// the source checkpoint directory's `state.json`; unknown for an export).
     pub init_minutes: Option<f64>,
+    /// With `init_from`: a run (or a checkpoint directory of one) whose newest games start
+    /// the new run's replay window (copied into `<run>/inherited/`, see
+    /// [`crate::inherit`]), so that the window continues instead of starting empty.
+    pub window_from: Option<std::path::PathBuf>,
     /// The run's object store, when the run directory is a local copy of a run there
     /// (`--run s3://…`, see [`crate::remote`]): `train` then holds the store's lease,
     /// takes in the workers' game bundles, and uploads its games and checkpoints.
@@ -102,6 +106,7 @@ impl std::fmt::Debug for TrainOptions {
             .field("after_checkpoint", &self.after_checkpoint.is_some())
             .field("init_from", &self.init_from)
             .field("init_minutes", &self.init_minutes)
+            .field("window_from", &self.window_from)
             .field("compute", &self.compute)
             .field("stage", &self.stage)
             .finish()
@@ -133,10 +138,18 @@ pub struct GenerationSummary {
     /// counted in `games`, nor in the win rates and lengths).
     #[serde(skip_serializing_if = "is_zero")]
     pub endgame_games: usize,
+    /// Of `games`, those opened with plies drawn from the raw policy (`[selfplay]
+    /// opening_random`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub opening_games: usize,
     /// Training samples those games added.
     pub new_samples: usize,
     /// Replay window size used.
     pub window: usize,
+    /// Samples still to come before the first training step (`[train] train_after`); 0
+    /// once the run trains.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub samples_before_training: usize,
     /// Mean policy loss over the generation's steps.
     pub policy_loss: f64,
     /// Mean value loss.
@@ -341,6 +354,8 @@ pub fn train(
     let (mut learner, mut state) = open_checkpoint(cfg, run, opts)?;
     let mut tb = TbLogger::open(&run.tensorboard_dir());
     let mut window = ReplayWindow::new();
+    // Games carried over from another run (`--window-from`) first: the oldest.
+    window.refresh(&run.inherited_dir())?;
     window.refresh(&run.games_dir())?;
     // Damaged records found since the last log line (reported in the next one).
     let mut skipped_reported = 0;
@@ -380,8 +395,13 @@ pub fn train(
         let plan = TrainPlan {
             window: &window,
             window_size: summary.window,
-            steps: steps_for(cfg, summary.new_samples, total, had_games),
+            steps: if total < cfg.train.train_after {
+                0
+            } else {
+                steps_for(cfg, summary.new_samples, total, had_games)
+            },
         };
+        summary.samples_before_training = cfg.train.train_after.saturating_sub(total);
         // Positions of real play to score the network's units on (the same each time the
         // generation is redone): ReDo's revival when due, the new network's `dormant` share.
         let mut probe_rng = ChaCha8Rng::seed_from_u64(0x5eed_d0e5 ^ u64::from(generation.number()));
@@ -450,7 +470,15 @@ fn open_checkpoint(cfg: &RunConfig, run: &RunDir, opts: &TrainOptions) -> Result
     }
     let (learner, step) = match &opts.init_from {
         Some(path) => init_from_model(cfg, run, path, opts)?,
-        None => (Learner::new(cfg, cfg.schedule.seed, &opts.compute)?, 0),
+        None => {
+            if let Some(w) = &opts.window_from {
+                return Err(RunError::WindowFrom {
+                    path: w.clone(),
+                    why: "needs --init-from (the model those games trained)".into(),
+                });
+            }
+            (Learner::new(cfg, cfg.schedule.seed, &opts.compute)?, 0)
+        }
     };
     let state = TrainState {
         generation: Generation::FIRST,
@@ -494,7 +522,34 @@ fn init_from_model(
         None if path.join(layout::STATE).is_file() => Some(read_state_file(path)?.0.elapsed_secs / 60.0),
         None => None,
     };
-    let init = InitRecord { source: path.display().to_string(), step: meta.step, generation: meta.generation, minutes };
+    let mut init = InitRecord {
+        source: path.display().to_string(),
+        step: meta.step,
+        generation: meta.generation,
+        minutes,
+        window_from: None,
+    };
+    if let Some(source) = &opts.window_from {
+        if opts.remote.is_some() {
+            return Err(RunError::WindowFrom {
+                path: source.clone(),
+                why: "works for a local run only (start it locally, then train it on the object store)".into(),
+            });
+        }
+        let inherited = crate::inherit::inherit_window(source, run, cfg)?;
+        eprintln!(
+            "replay window from {}: {} games, {} samples{}",
+            inherited.source,
+            inherited.games,
+            inherited.samples,
+            if inherited.skipped > 0 {
+                format!(" ({} unreadable or of another size skipped)", inherited.skipped)
+            } else {
+                String::new()
+            }
+        );
+        init.window_from = Some(inherited);
+    }
     atomic_write(&run.init_path(), serde_json::to_string_pretty(&init).expect("an init record serialises").as_bytes())?;
     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
     // A model of another size starts a new game: its learning-rate schedule from step 0.
@@ -756,6 +811,8 @@ struct PlayStats {
     played: usize,
     reanalysed: usize,
     endgames: usize,
+    /// Of `played`, games opened with drawn plies.
+    openings: usize,
     white: usize,
     black: usize,
     draws: usize,
@@ -772,6 +829,7 @@ impl PlayStats {
         self.played += o.played;
         self.reanalysed += o.reanalysed;
         self.endgames += o.endgames;
+        self.openings += o.openings;
         self.white += o.white;
         self.black += o.black;
         self.draws += o.draws;
@@ -792,6 +850,7 @@ impl PlayStats {
         s.games = self.played;
         s.reanalysed = self.reanalysed;
         s.endgame_games = self.endgames;
+        s.opening_games = self.openings;
         s.white_wins = self.white as f64 / n;
         s.black_wins = self.black as f64 / n;
         s.draws = self.draws as f64 / n;
@@ -838,6 +897,9 @@ fn play(
             return;
         }
         st.played += 1;
+        if g.opening_plies > 0 {
+            st.openings += 1;
+        }
         match g.result.winner() {
             Some(bredon_rules::Color::White) => st.white += 1,
             Some(bredon_rules::Color::Black) => st.black += 1,
@@ -941,6 +1003,9 @@ fn log_generation(
     if !aux.is_empty() {
         evals.push_str(&format!(" | heads {}", aux.join(" ")));
     }
+    if s.samples_before_training > 0 {
+        evals.push_str(&format!(" | no training until {} more samples (train_after)", s.samples_before_training));
+    }
     if s.skipped_steps > 0 {
         evals.push_str(&format!(" | {} steps skipped (non-finite)", s.skipped_steps));
     }
@@ -952,6 +1017,9 @@ fn log_generation(
     }
     if s.endgame_games > 0 {
         evals.push_str(&format!(" | {} games from stored endgames", s.endgame_games));
+    }
+    if s.opening_games > 0 {
+        evals.push_str(&format!(" | {} drawn openings", s.opening_games));
     }
     if s.eval_cache_hit_rate > 0.0 {
         evals.push_str(&format!(" | cache {:.0}% hits", s.eval_cache_hit_rate * 100.0));
@@ -1001,6 +1069,7 @@ fn log_generation(
         ("throughput/games_per_hour".into(), s.games_per_hour),
         ("selfplay/reanalysed_games".into(), s.reanalysed as f64),
         ("selfplay/endgame_games".into(), s.endgame_games as f64),
+        ("selfplay/opening_games".into(), s.opening_games as f64),
         ("throughput/train_samples_per_sec".into(), s.samples_per_sec),
         ("generation".into(), s.generation.number() as f64),
         ("health/dead_channels_percent".into(), s.dead_channels_percent),

@@ -118,8 +118,10 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
             rep.note(&opt, r, lost);
         }
     }
-    // Games.
-    for path in list_game_files(&run.games_dir())? {
+    // Games: those carried in with `--window-from`, then the run's own.
+    let mut games = list_game_files(&run.inherited_dir())?;
+    games.extend(list_game_files(&run.games_dir())?);
+    for path in games {
         let r = GameRecord::load(&path).map(|(_, samples, v)| {
             rep.games += 1;
             rep.samples += samples.len();

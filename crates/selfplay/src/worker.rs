@@ -85,6 +85,9 @@ pub struct GameSummary {
     /// The game was played on from a stored game's endgame ([`endgame_start`]) after this
     /// many replayed plies (not samples); `None` for a game from the start.
     pub endgame_from: Option<usize>,
+    /// Plies drawn from the raw policy before the searches began (`[selfplay]
+    /// opening_random`); 0 for the other games.
+    pub opening_plies: usize,
 }
 
 /// Suffix of the id of a reanalysed record (`<index>-<pid>-reanalysed.game`): such
@@ -102,8 +105,63 @@ pub fn play_game(
     game_index: u64,
     stop: &AtomicBool,
 ) -> Result<Option<(GameRecord, GameSummary)>> {
-    let rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    play_on(job, evaluator, job.new_game_options(game_index), Vec::new(), rng, stop)
+    let mut rng = ChaCha8Rng::seed_from_u64(job.seed ^ game_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let options = job.new_game_options(game_index);
+    let opening = random_opening(job, evaluator, options, &mut rng)?;
+    let drawn = opening.len();
+    let played = play_on(job, evaluator, options, opening, rng, stop)?;
+    Ok(played.map(|(record, mut summary)| {
+        summary.endgame_from = None;
+        summary.opening_plies = drawn;
+        (record, summary)
+    }))
+}
+
+/// The plies a new game opens with under `[selfplay] opening_random` (none for the other
+/// games): 1 to `opening_plies` of them, each drawn from the network's raw policy at
+/// `opening_temperature`. Recorded without visits (no training samples), with the raw
+/// value. Drawn only when the option is on, so that other runs' games stay the same.
+fn random_opening(
+    job: &SelfPlayJob,
+    evaluator: &dyn Evaluator,
+    options: GameOptions,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<PlyRecord>> {
+    let cfg = &job.selfplay;
+    if cfg.opening_random <= 0.0 || cfg.opening_plies == 0 || !rng.random_bool(cfg.opening_random.min(1.0)) {
+        return Ok(Vec::new());
+    }
+    let count = rng.random_range(1..=cfg.opening_plies as usize);
+    let mut pos = Position::with_options(options)?;
+    let mut plies = Vec::with_capacity(count);
+    while plies.len() < count && pos.result().is_none() {
+        let legal = pos.legal_moves();
+        let eval = evaluator
+            .evaluate_batch(&[&pos], &[&legal])
+            .into_iter()
+            .next()
+            .ok_or(RunError::NoMove(pos.ply().into()))?;
+        let inv_t = 1.0 / f64::from(cfg.opening_temperature);
+        let weights: Vec<f64> = eval.policy.iter().map(|&p| f64::from(p.max(0.0)).powf(inv_t)).collect();
+        let total: f64 = weights.iter().sum();
+        let mv = if total > 0.0 && total.is_finite() {
+            let mut x = rng.random::<f64>() * total;
+            let mut pick = legal.len() - 1;
+            for (i, w) in weights.iter().enumerate() {
+                if x < *w {
+                    pick = i;
+                    break;
+                }
+                x -= w;
+            }
+            legal[pick]
+        } else {
+            legal[rng.random_range(0..legal.len())]
+        };
+        plies.push(PlyRecord { mv: mv.0, visits: Vec::new(), root_value: eval.value });
+        pos.play(mv)?;
+    }
+    Ok(plies)
 }
 
 /// Plays a self-play game of setup `options` on from the position after `prefix`
@@ -181,6 +239,7 @@ fn play_on(
         },
         reanalysed: false,
         endgame_from: (replayed > 0).then_some(replayed),
+        opening_plies: 0,
     };
     let record =
         GameRecord { size: options.size as u8, half_komi: options.half_komi, model: job.model.clone(), plies, result };
@@ -244,6 +303,7 @@ pub fn reanalyse_game(
         false_resignation: None,
         reanalysed: true,
         endgame_from: None,
+        opening_plies: 0,
     };
     Ok(Some((record, summary)))
 }
@@ -595,6 +655,58 @@ mod tests {
         let evaluator: Arc<dyn Evaluator> = Arc::new(UniformEvaluator);
         assert_eq!(run_pool(&job(4, 0.0, vec![]), evaluator, &old, count, 0, &stop, |_| {}).unwrap().stored, count);
         (games, new)
+    }
+
+    /// All the policy on the first legal move.
+    struct FirstMove;
+    impl Evaluator for FirstMove {
+        fn evaluate_batch(&self, _: &[&Position], legal: &[&[Move]]) -> Vec<bredon_mcts::Evaluation> {
+            legal
+                .iter()
+                .map(|l| {
+                    bredon_mcts::Evaluation::new((0..l.len()).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect(), 0.25)
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn drawn_openings_start_a_share_of_the_games_without_samples() {
+        let stop = AtomicBool::new(false);
+        let mut job = job(4, 0.0, vec![]);
+        job.selfplay.full_search_prob = 1.0;
+        job.selfplay.opening_random = 1.0;
+        job.selfplay.opening_plies = 3;
+        let mut counts = std::collections::BTreeSet::new();
+        let mut first_moves = std::collections::BTreeSet::new();
+        for i in 0..24 {
+            let (record, summary) = play_game(&job, &UniformEvaluator, i, &stop).unwrap().unwrap();
+            let k = summary.opening_plies;
+            assert!((1..=3).contains(&k), "game {i}: {k} drawn plies");
+            assert!(record.plies[..k].iter().all(|p| !p.is_sample()), "drawn plies are no samples");
+            assert!(record.plies[k].is_sample(), "the first searched ply is one (all searches full)");
+            assert_eq!(summary.samples, record.plies[k..].iter().filter(|p| p.is_sample()).count());
+            assert_eq!(summary.endgame_from, None);
+            counts.insert(k);
+            first_moves.insert(record.plies[0].mv);
+        }
+        assert_eq!(counts.len(), 3, "1 to 3 plies drawn: {counts:?}");
+        assert!(first_moves.len() >= 6, "uniform priors open anywhere: {first_moves:?}");
+        // The draw follows the raw policy: all on the first legal move, every drawn ply is it.
+        for i in 0..6 {
+            let (record, summary) = play_game(&job, &FirstMove, i, &stop).unwrap().unwrap();
+            let mut pos = Position::new(4).unwrap();
+            for p in &record.plies[..summary.opening_plies] {
+                assert_eq!(p.mv, pos.legal_moves()[0].0);
+                assert_eq!(p.root_value, 0.25, "the raw value is kept");
+                pos.play(Move(p.mv)).unwrap();
+            }
+        }
+        // Off (the default): no drawn plies, the first ply searched.
+        job.selfplay.opening_random = 0.0;
+        let (record, summary) = play_game(&job, &UniformEvaluator, 5, &stop).unwrap().unwrap();
+        assert_eq!(summary.opening_plies, 0);
+        assert!(record.plies[0].is_sample());
     }
 
     #[test]

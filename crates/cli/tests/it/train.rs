@@ -393,6 +393,135 @@ fn a_run_starts_from_a_trained_model() {
     assert_eq!(json(fifth.join("checkpoints/gen-0000/model.json"))["net"]["size"].as_u64(), Some(4));
 }
 
+/// `--window-from` starts a new run's replay window with another run's games: the files
+/// are carried into `<run>/inherited/` byte for byte, `init.json` counts them, the first
+/// generation's window holds them besides its own, and `bredon check` reads them. From a
+/// checkpoint directory only the games played before it come; another board size and a
+/// missing `--init-from` are clear errors that create nothing. `[train] train_after`
+/// holds the first training step back until the run has that many samples.
+#[test]
+fn a_run_continues_another_runs_replay_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = train_config(dir.path(), 2);
+    let first = dir.path().join("first");
+    checked(&mut train(&config, &first, &[]));
+    let json =
+        |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
+    let games_in = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = walk(d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "game")).collect();
+        v.sort();
+        v
+    };
+    let source_games = games_in(&first.join("games"));
+    assert!(source_games.len() >= 48, "two generations of 24 games: {}", source_games.len());
+    let source_samples: u64 = std::fs::read_to_string(first.join("logs/generations.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["new_samples"].as_u64().unwrap())
+        .sum();
+
+    let second = dir.path().join("second");
+    let err = checked_err(
+        train(&config, &second, &["--generations", "1", "--window-from"])
+            .arg(&first)
+            .arg("--init-from")
+            .arg(first.join("checkpoints/gen-0002")),
+    );
+    let init = json(second.join("init.json"));
+    assert_eq!(init["window_from"]["games"].as_u64(), Some(source_games.len() as u64), "{init}");
+    assert_eq!(init["window_from"]["samples"].as_u64(), Some(source_samples), "{init}");
+    assert!(err.contains(&format!("{} games, {source_samples} samples", source_games.len())), "{err}");
+    let carried = games_in(&second.join("inherited"));
+    assert_eq!(carried.len(), source_games.len());
+    for (a, b) in source_games.iter().zip(&carried) {
+        assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), "{} carried as it is", a.display());
+    }
+    let line = json_lines(&second.join("logs/generations.jsonl"))[0].clone();
+    let own = line["new_samples"].as_u64().unwrap();
+    assert_eq!(line["window"].as_u64(), Some(source_samples + own), "{line}");
+    let report = checked(bredon().arg("check").arg("--run").arg(&second));
+    assert!(report.contains(&format!("{} games", source_games.len() + 24)), "{report}");
+
+    // From a checkpoint directory: only the games played before it (gen-0000's).
+    let third = dir.path().join("third");
+    let from = first.join("checkpoints/gen-0001");
+    checked_err(
+        train(&config, &third, &["--generations", "1", "--init-from"]).arg(&from).arg("--window-from").arg(&from),
+    );
+    let gen0 = games_in(&first.join("games/gen-0000")).len() as u64;
+    assert_eq!(json(third.join("init.json"))["window_from"]["games"].as_u64(), Some(gen0));
+
+    // Another board size, a missing source and no --init-from: errors, nothing created.
+    let text = std::fs::read_to_string(&config).unwrap().replace("size = 3", "size = 4");
+    let four = dir.path().join("four.toml");
+    std::fs::write(&four, text).unwrap();
+    for (i, (cfg, args, expect)) in [
+        (
+            &four,
+            vec!["--init-from".to_string(), first.join("checkpoints/gen-0002").display().to_string()],
+            "3x3, this run's 4x4",
+        ),
+        (
+            &config,
+            vec!["--init-from".into(), first.join("checkpoints/gen-0002").display().to_string()],
+            "neither a run directory",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let bad = dir.path().join(format!("bad{i}"));
+        let missing = dir.path().join("nowhere");
+        let source = if expect.starts_with("neither") { &missing } else { &first };
+        let out = train(cfg, &bad, &args.iter().map(String::as_str).collect::<Vec<_>>())
+            .arg("--window-from")
+            .arg(source)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("--window-from") && err.contains(expect), "{err}");
+        assert!(!bad.join("latest").exists() && !bad.join("checkpoints/gen-0000").exists(), "{err}");
+    }
+    let out = train(&config, &dir.path().join("bad-no-init"), &["--window-from"]).arg(&first).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--init-from"));
+
+    // train_after: no step until the run holds that many samples.
+    std::fs::create_dir(dir.path().join("waits")).unwrap();
+    let waits = train_tiny(2).set("train", "train_after", 1_000_000).write(&dir.path().join("waits"));
+    let fourth = dir.path().join("fourth");
+    let err = checked_err(&mut train(&waits, &fourth, &[]));
+    let lines = json_lines(&fourth.join("logs/generations.jsonl"));
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert_eq!(l["step"].as_u64(), Some(0), "{l}");
+        assert!(l["samples_before_training"].as_u64().unwrap() > 0, "{l}");
+    }
+    assert!(err.contains("no training until"), "{err}");
+}
+
+/// Files under `dir`, at any depth.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// The JSON lines of a file.
+fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Runs a command that must succeed; returns its standard error.
+fn checked_err(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?} failed:\n{err}");
+    err
+}
+
 /// `bredon fit` trains a run's exported model on the run's stored games alone: the output
 /// directory gets the config, one report a line at the planned steps and an export at
 /// each, whose step continues the model's; two fits with the same seed give the same
@@ -469,10 +598,12 @@ fn fit_trains_on_stored_games_alone() {
     assert!(!out.status.success() && common::text(&out).contains("no training samples"), "{}", common::text(&out));
 }
 
-/// A curriculum (`[[stage]]` entries in one config) walks 3x3 → 4x4 with a deeper net,
-/// each stage a run directory started from the stage before; killed inside its second
-/// stage, `bredon train --run` resumes there (the first stage untouched, the second from
-/// its own newest checkpoint) and finishes it.
+/// A curriculum (`[[stage]]` entries in one config) walks 3x3 → 4x4 with a deeper net →
+/// 4x4 deeper again, each stage a run directory started from the stage before; killed
+/// inside its second stage, `bredon train --run` resumes there (the first stage
+/// untouched, the second from its own newest checkpoint) and finishes. The third stage,
+/// on the second's board, starts its replay window with the second's games; the second,
+/// on another board, starts empty.
 #[test]
 fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     let dir = tempfile::tempdir().unwrap();
@@ -492,12 +623,14 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
             vec![
                 stage("3x3", 1, &[]),
                 stage("4x4-b2", 4, &[("game", table("size = 4")), ("net", table("blocks = 2"))]),
+                stage("4x4-b3", 1, &[("game", table("size = 4")), ("net", table("blocks = 3"))]),
             ],
         )
         .write(dir.path());
     let run = dir.path().join("run");
     let first = run.join("stages/01-3x3");
     let second = run.join("stages/02-4x4-b2");
+    let third = run.join("stages/03-4x4-b3");
     let json =
         |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
     let mut child = train(&config, &run, &[]).stderr(Stdio::null()).spawn().unwrap();
@@ -520,8 +653,9 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     let out = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("stage 2/2 4x4-b2: resuming") && !err.contains("stage 1/2"), "{err}");
-    assert!(err.contains("[stage 2/2 4x4-b2] gen   2") && !err.contains("gen   0"), "{err}");
+    assert!(err.contains("stage 2/3 4x4-b2: resuming") && !err.contains("stage 1/3"), "{err}");
+    assert!(err.contains("[stage 2/3 4x4-b2] gen   2"), "{err}");
+    assert!(err.contains("stage 3/3 4x4-b3: starting") && err.contains("[stage 3/3 4x4-b3] gen   0"), "{err}");
     assert_eq!(snapshot(&first), first_files, "a finished stage is not touched again");
     assert_eq!(json(second.join("init.json")), init, "the stage is resumed, not started again");
     assert_eq!(std::fs::read_to_string(second.join("latest")).unwrap().trim(), "gen-0004");
@@ -529,6 +663,14 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     let log = std::fs::read_to_string(second.join("logs/generations.jsonl")).unwrap();
     assert_eq!(log.lines().count(), 4, "{log}");
     assert!(log.lines().all(|l| json_line(l)["stage"] == "4x4-b2"), "{log}");
+    assert!(init.get("window_from").is_none(), "a stage on another board starts an empty window: {init}");
+    let grown = json(third.join("init.json"));
+    assert_eq!(grown["source"].as_str().map(PathBuf::from), Some(second.join("checkpoints/gen-0004")));
+    let played: u64 = log.lines().map(|l| json_line(l)["games"].as_u64().unwrap()).sum();
+    assert_eq!(grown["window_from"]["games"].as_u64(), Some(played), "the 4x4 stage's games carried: {grown}");
+    let first_line =
+        json_line(std::fs::read_to_string(third.join("logs/generations.jsonl")).unwrap().lines().next().unwrap());
+    assert!(first_line["window"].as_u64() > first_line["new_samples"].as_u64(), "{first_line}");
     // Done: a second resume trains nothing; --minutes is refused with a reason.
     let again = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
     assert!(again.status.success() && String::from_utf8_lossy(&again.stderr).contains("every stage"));
