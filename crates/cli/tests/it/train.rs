@@ -441,6 +441,23 @@ fn a_run_continues_another_runs_replay_window() {
     assert_eq!(line["window"].as_u64(), Some(source_samples + own), "{line}");
     let report = checked(bredon().arg("check").arg("--run").arg(&second));
     assert!(report.contains(&format!("{} games", source_games.len() + 24)), "{report}");
+    // A chain: a run from the second carries the first's games (the second's inherited
+    // ones) before the second's own, in that order, under stable names.
+    let chained = dir.path().join("chained");
+    checked_err(
+        train(&config, &chained, &["--generations", "1", "--init-from"])
+            .arg(second.join("checkpoints/gen-0001"))
+            .arg("--window-from")
+            .arg(&second),
+    );
+    let names = |d: &Path| -> Vec<String> {
+        games_in(d).iter().map(|p| p.strip_prefix(d).unwrap().display().to_string()).collect()
+    };
+    let expect = names(&second.join("inherited"));
+    let got = names(&chained.join("inherited"));
+    assert_eq!(got.len(), source_games.len() + 24, "{got:?}");
+    assert_eq!(got[..source_games.len()], expect[..], "the first run's games first, names kept");
+    assert!(got[source_games.len()..].iter().all(|n| n.starts_with("00002-gen-0000/")), "then the second's: {got:?}");
 
     // From a checkpoint directory: only the games played before it (gen-0000's).
     let third = dir.path().join("third");
