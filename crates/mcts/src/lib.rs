@@ -27,6 +27,6 @@ pub use cache::{CacheStats, CachedEvaluator};
 pub use config::{Algorithm, SearchConfig};
 pub use evaluator::{Evaluation, Evaluator};
 pub use play::{Budget, PLAY_SOLVER_SHARE, PlaySearch, Progress, play_config, search_once};
-pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl};
+pub use search::{Outcome, RootMove, Search, SearchLimits, SearchResult, Solved, Wdl, draw_with_temperature};
 pub use solver::{RootSolution, RootSolver, SolverBudget};
 pub use time::{Clock, TimeManagement, UnknownTimeManagement, clock_budget, expected_moves_left, move_budget};

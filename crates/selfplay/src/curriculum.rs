@@ -265,7 +265,6 @@ pub fn train_curriculum(
     // The previous stage's newest checkpoint and the minutes behind it.
     let mut previous: Option<(PathBuf, f64)> = init_from.map(|p| (p, init_minutes.unwrap_or(0.0)));
     let mut first_init = true;
-    let mut previous_size: Option<usize> = None;
     for (index, stage) in curriculum.stages.iter().enumerate() {
         let dir = curriculum.stage_dir(root, index);
         let run = RunDir::new(&dir);
@@ -273,7 +272,6 @@ pub fn train_curriculum(
         let tag = StageTag { number: index + 1, of: count, name: stage.name.clone() };
         if let Some(done) = read_done(&done_path)? {
             previous = Some((run.checkpoint_dir(crate::generation::Generation(done.generation)), done.total_minutes));
-            previous_size = Some(stage.config.game.size);
             first_init = false;
             continue;
         }
@@ -303,6 +301,7 @@ pub fn train_curriculum(
                     window_from.clone()
                 } else {
                     // The games played before the previous stage's newest checkpoint.
+                    let previous_size = index.checked_sub(1).map(|i| curriculum.stages[i].config.game.size);
                     (previous_size == Some(cfg.game.size)).then(|| from.clone())
                 };
             }
@@ -330,7 +329,6 @@ pub fn train_curriculum(
         atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;
         eprintln!("{tag}: done at {latest} after {stage_minutes:.1} minutes ({:.1} in all)", done.total_minutes);
         previous = Some((run.checkpoint_dir(latest), done.total_minutes));
-        previous_size = Some(stage.config.game.size);
         first_init = false;
     }
     Ok(CurriculumEnd::Finished)

@@ -23,7 +23,7 @@ use crate::rundir::{Inherited, RunDir, layout};
 
 /// The source's game files, oldest first: its own inherited games, then its generations'
 /// (only those played before `before`, when the source is a checkpoint).
-fn source_files(source: &Path, cfg: &RunConfig) -> Result<(Vec<PathBuf>, PathBuf)> {
+fn source_files(source: &Path, cfg: &RunConfig) -> Result<Vec<PathBuf>> {
     // A run directory, or a checkpoint directory `RUN/checkpoints/gen-NNNN` of one.
     let (root, before) = if source.join(layout::CONFIG).is_file() {
         (source.to_path_buf(), None)
@@ -41,7 +41,7 @@ fn source_files(source: &Path, cfg: &RunConfig) -> Result<(Vec<PathBuf>, PathBuf
         }
     };
     let src = RunDir::new(&root);
-    let src_cfg = crate::config::RunConfig::load(&src.config_path())
+    let src_cfg = RunConfig::load(&src.config_path())
         .map_err(|e| RunError::WindowFrom { path: source.into(), why: format!("its config.toml: {e}") })?;
     if src_cfg.game.size != cfg.game.size {
         return Err(RunError::WindowFrom {
@@ -62,7 +62,7 @@ fn source_files(source: &Path, cfg: &RunConfig) -> Result<(Vec<PathBuf>, PathBuf
             g.is_some_and(|g| g < b)
         }
     }));
-    Ok((files, root))
+    Ok(files)
 }
 
 /// Copies the newest games of `source` (a run directory or one of its checkpoint
@@ -71,12 +71,12 @@ fn source_files(source: &Path, cfg: &RunConfig) -> Result<(Vec<PathBuf>, PathBuf
 /// source must hold games of the run's board size. A game of another komi is carried
 /// as it is (its record, and so its samples, name its komi).
 pub fn inherit_window(source: &Path, run: &RunDir, cfg: &RunConfig) -> Result<Inherited> {
-    let (files, root) = source_files(source, cfg)?;
+    let files = source_files(source, cfg)?;
     if files.is_empty() {
         return Err(RunError::WindowFrom { path: source.into(), why: "holds no games".into() });
     }
     // Newest first until the window's largest size is reached.
-    let mut chosen: Vec<(&PathBuf, usize)> = Vec::new();
+    let mut chosen: Vec<&PathBuf> = Vec::new();
     let mut samples = 0;
     let mut skipped = 0;
     for path in files.iter().rev() {
@@ -86,7 +86,7 @@ pub fn inherit_window(source: &Path, run: &RunDir, cfg: &RunConfig) -> Result<In
         match GameRecord::load(path) {
             Ok((record, s, _)) if usize::from(record.size) == cfg.game.size => {
                 samples += s.len();
-                chosen.push((path, s.len()));
+                chosen.push(path);
             }
             Ok(_) => skipped += 1,
             Err(e) => {
@@ -105,7 +105,7 @@ pub fn inherit_window(source: &Path, run: &RunDir, cfg: &RunConfig) -> Result<In
     }
     let mut dir_index = 0usize;
     let mut last_parent: Option<&Path> = None;
-    for (path, _) in &chosen {
+    for path in &chosen {
         let parent = path.parent().expect("a game file is in a directory");
         if last_parent != Some(parent) {
             if last_parent.is_some() {
@@ -126,10 +126,5 @@ pub fn inherit_window(source: &Path, run: &RunDir, cfg: &RunConfig) -> Result<In
             atomic_write(&dest, &bytes)?;
         }
     }
-    Ok(Inherited {
-        source: if root == source { root.display().to_string() } else { source.display().to_string() },
-        games: chosen.len(),
-        samples,
-        skipped,
-    })
+    Ok(Inherited { source: source.display().to_string(), games: chosen.len(), samples, skipped })
 }

@@ -141,22 +141,11 @@ fn random_opening(
             .into_iter()
             .next()
             .ok_or(RunError::NoMove(pos.ply().into()))?;
-        let inv_t = 1.0 / f64::from(cfg.opening_temperature);
-        let weights: Vec<f64> = eval.policy.iter().map(|&p| f64::from(p.max(0.0)).powf(inv_t)).collect();
-        let total: f64 = weights.iter().sum();
-        let mv = if total > 0.0 && total.is_finite() {
-            let mut x = rng.random::<f64>() * total;
-            let mut pick = legal.len() - 1;
-            for (i, w) in weights.iter().enumerate() {
-                if x < *w {
-                    pick = i;
-                    break;
-                }
-                x -= w;
-            }
-            legal[pick]
-        } else {
-            legal[rng.random_range(0..legal.len())]
+        let priors = eval.policy.iter().map(|&p| f64::from(p.max(0.0)));
+        let mv = match bredon_mcts::draw_with_temperature(priors, cfg.opening_temperature, rng) {
+            Some(i) => legal[i],
+            // Priors that sum to nothing: any legal move.
+            None => legal[rng.random_range(0..legal.len())],
         };
         plies.push(PlyRecord { mv: mv.0, visits: Vec::new(), root_value: eval.value });
         pos.play(mv)?;

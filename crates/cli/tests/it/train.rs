@@ -408,17 +408,15 @@ fn a_run_continues_another_runs_replay_window() {
     let json =
         |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
     let games_in = |d: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = walk(d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "game")).collect();
+        let mut v: Vec<PathBuf> =
+            common::files_under(d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "game")).collect();
         v.sort();
         v
     };
     let source_games = games_in(&first.join("games"));
     assert!(source_games.len() >= 48, "two generations of 24 games: {}", source_games.len());
-    let source_samples: u64 = std::fs::read_to_string(first.join("logs/generations.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["new_samples"].as_u64().unwrap())
-        .sum();
+    let source_samples: u64 =
+        json_lines(&first.join("logs/generations.jsonl")).iter().map(|l| l["new_samples"].as_u64().unwrap()).sum();
 
     let second = dir.path().join("second");
     let err = checked_err(
@@ -516,19 +514,9 @@ fn a_run_continues_another_runs_replay_window() {
     assert!(err.contains("no training until"), "{err}");
 }
 
-/// Files under `dir`, at any depth.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out
-}
-
 /// The JSON lines of a file.
 fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(path).unwrap().lines().map(json_line).collect()
 }
 
 /// Runs a command that must succeed; returns its standard error.

@@ -26,7 +26,7 @@ mod select;
 mod stop;
 mod tree;
 
-pub use result::{Outcome, RootMove, SearchLimits, SearchResult, Solved, Wdl};
+pub use result::{Outcome, RootMove, SearchLimits, SearchResult, Solved, Wdl, draw_with_temperature};
 pub use tree::Search;
 
 use crate::config::Algorithm;

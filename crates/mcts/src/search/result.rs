@@ -154,20 +154,37 @@ impl SearchResult {
         if temperature <= 1e-3 || self.proven {
             return self.best_move;
         }
-        let weights: Vec<f64> = self.visits.iter().map(|&(_, v)| (v as f64).powf(1.0 / temperature as f64)).collect();
-        let total: f64 = weights.iter().sum();
-        if total <= 0.0 {
-            return self.best_move;
+        match draw_with_temperature(self.visits.iter().map(|&(_, v)| v as f64), temperature, rng) {
+            Some(i) => Some(self.visits[i].0),
+            None => self.best_move,
         }
-        let mut x = rng.random::<f64>() * total;
-        for (i, w) in weights.iter().enumerate() {
-            if x < *w {
-                return Some(self.visits[i].0);
-            }
-            x -= w;
-        }
-        self.best_move
     }
+}
+
+/// Draws an index with probability ∝ `weights[i]^(1/temperature)`: one uniform draw from
+/// `rng`, then the running sum. `None` when the weights sum to nothing (zero or not
+/// finite) or the draw falls past the last one by rounding; the caller picks its default.
+/// Used for move selection by visits here and for self-play's openings drawn from the
+/// raw policy.
+pub fn draw_with_temperature(
+    weights: impl Iterator<Item = f64>,
+    temperature: f32,
+    rng: &mut impl Rng,
+) -> Option<usize> {
+    let inv_t = 1.0 / f64::from(temperature);
+    let weights: Vec<f64> = weights.map(|w| w.powf(inv_t)).collect();
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut x = rng.random::<f64>() * total;
+    for (i, w) in weights.iter().enumerate() {
+        if x < *w {
+            return Some(i);
+        }
+        x -= w;
+    }
+    None
 }
 
 /// The value of a game result for the player it is of.
