@@ -497,7 +497,7 @@ impl FromStr for PlayerSpec {
                         }
                         "precision" => {
                             let p: bredon_infer::PrecisionChoice =
-                                v.parse().map_err(|_| bad_setting(s, k, v, "auto, f32 or int8"))?;
+                                v.parse().map_err(|_| bad_setting(s, k, v, "auto, f32, bf16 or int8"))?;
                             precision = Some((p, v));
                         }
                         _ if search_settings.parse(s, k, v)? => {}
@@ -574,14 +574,18 @@ mod tests {
             ("checkpoint:m.bredon;precision=int8;inference=fast", int8),
             ("checkpoint:m.bredon;inference=fast:f32;precision=int8", int8),
             ("checkpoint:m.bredon;precision=INT8", auto_int8),
+            (
+                "checkpoint:m.bredon;precision=bf16",
+                bredon_infer::InferenceKind::Auto(bredon_infer::PrecisionChoice::Exactly(bredon_infer::Precision::Bf16)),
+            ),
         ] {
             match spec.parse::<PlayerSpec>().unwrap() {
                 PlayerSpec::Checkpoint { inference, .. } => assert_eq!(inference, Some(kind), "{spec}"),
                 other => panic!("{other:?}"),
             }
         }
-        let e = "checkpoint:m.bredon;precision=bf16".parse::<PlayerSpec>().unwrap_err().to_string();
-        assert!(e.contains("precision") && e.contains("auto, f32 or int8"), "{e}");
+        let e = "checkpoint:m.bredon;precision=fp16".parse::<PlayerSpec>().unwrap_err().to_string();
+        assert!(e.contains("precision") && e.contains("auto, f32, bf16 or int8"), "{e}");
         let e = "checkpoint:m.bredon;inference=burn;precision=int8".parse::<PlayerSpec>().unwrap_err().to_string();
         assert!(e.contains("no fast path"), "{e}");
         let e = "checkpoint:m.bredon;inference=fast:int4".parse::<PlayerSpec>().unwrap_err().to_string();

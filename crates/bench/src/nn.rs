@@ -12,15 +12,17 @@ use bredon_rules::{Move, Position};
 use std::time::Instant;
 
 /// The forward paths to measure: `inference` alone when given (`auto` made concrete for
-/// `device`); otherwise the fast path in f32 (and in 8-bit integers where the CPU has the
-/// units), burn's, and the WGSL kernels too where `device` runs them.
+/// `device`); otherwise the fast path in f32 (and in bf16 and 8-bit integers where the CPU
+/// has the units), burn's, and the WGSL kernels too where `device` runs them.
 pub fn kinds(inference: Option<InferenceKind>, device: &Device) -> Vec<InferenceKind> {
     if let Some(k) = inference {
         return vec![k.resolve_for(device)];
     }
     let mut out = vec![InferenceKind::fast(Precision::F32)];
-    if Precision::Int8.is_native() {
-        out.push(InferenceKind::fast(Precision::Int8));
+    for p in [Precision::Bf16, Precision::Int8] {
+        if p.is_native() {
+            out.push(InferenceKind::fast(p));
+        }
     }
     out.push(InferenceKind::Burn);
     if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL {

@@ -224,9 +224,13 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
-    let int8 = if bredon_kernels::Precision::Int8.is_native() { "int8 on AVX-512 VNNI" } else { "no int8 units" };
+    let low: Vec<String> = [bredon_kernels::Precision::Bf16, bredon_kernels::Precision::Int8]
+        .iter()
+        .map(|p| if p.is_native() { format!("{p} on {}", p.units()) } else { format!("no {p} units") })
+        .collect();
+    let low = low.join(", ");
     println!(
-        "    (positions/s; fast kernels on the CPU: {isa}, {int8}; burn{} on {}{})",
+        "    (positions/s; fast kernels on the CPU: {isa}, {low}; burn{} on {}{})",
         if wgsl { " and wgsl (x2: two passes in flight)" } else { "" },
         compute.choice,
         if streams > 1 && !fast_kinds.is_empty() {

@@ -40,9 +40,10 @@ struct Cli {
     #[arg(long, global = true)]
     inference: Option<bredon_infer::InferenceKind>,
     /// Arithmetic of the CPU fast path's residual blocks (`tei`, `play`, `analyse`,
-    /// `serve`, `arena`, `bench`): `auto` (the default: 8-bit integers where the CPU has
-    /// AVX-512 VNNI and the 8-bit pass agrees with f32 on the model when it loads, else
-    /// f32), `f32` or `int8` (on a CPU without VNNI it runs in f32, with a warning).
+    /// `serve`, `arena`, `bench`): `auto` (the default: bf16 on the AMX tiles where the
+    /// CPU has them, else 8-bit integers where it has AVX-512 VNNI, each only where it
+    /// agrees with f32 on the model when it loads; else f32), `f32`, `bf16` or `int8` (on
+    /// a CPU without the units it runs in f32, with a warning).
     /// Training runs take it from `[selfplay] precision`.
     #[arg(long, global = true, value_name = "PRECISION")]
     precision: Option<bredon_infer::PrecisionChoice>,

@@ -87,7 +87,7 @@ impl Default for InferenceKind {
 /// A name that is not an [`InferenceKind`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown inference {0:?} (use auto, fast, fast:PRECISION with auto, f32 or int8, burn, wgsl, or wgsl:ARITHMETIC with f32, f16-pairs or tensor)"
+    "unknown inference {0:?} (use auto, fast, fast:PRECISION with auto, f32, bf16 or int8, burn, wgsl, or wgsl:ARITHMETIC with f32, f16-pairs or tensor)"
 )]
 pub struct UnknownInference(pub String);
 
@@ -182,12 +182,12 @@ mod tests {
         assert!(tensor.is_wgsl() && !Burn.is_wgsl());
         assert_eq!(INT8.to_string(), "fast:int8");
         assert_eq!(FAST.to_string(), "fast");
-        for bad in ["gpu", "wgsl:", "wgsl:bf16", "tensor", "fast:bf16", "fast:", "auto:fast"] {
+        for bad in ["gpu", "wgsl:", "wgsl:bf16", "tensor", "fast:fp16", "fast:", "auto:fast"] {
             let e = bad.parse::<InferenceKind>().unwrap_err().to_string();
             assert!(
                 e.contains(&format!("{bad:?}"))
                     && e.contains(
-                        "use auto, fast, fast:PRECISION with auto, f32 or int8, burn, wgsl, or wgsl:ARITHMETIC"
+                        "use auto, fast, fast:PRECISION with auto, f32, bf16 or int8, burn, wgsl, or wgsl:ARITHMETIC"
                     ),
                 "{e}"
             );
@@ -227,7 +227,8 @@ mod tests {
             assert_eq!(text.parse::<PrecisionChoice>().unwrap(), choice);
             assert_eq!(choice.to_string().parse::<PrecisionChoice>().unwrap(), choice);
         }
-        let e = "bf16".parse::<PrecisionChoice>().unwrap_err().to_string();
-        assert!(e.contains("\"bf16\"") && e.contains("use auto, f32 or int8") && e.contains("no bf16 kernel"), "{e}");
+        assert_eq!("BF16".parse::<PrecisionChoice>().unwrap(), PrecisionChoice::Exactly(Precision::Bf16));
+        let e = "fp16".parse::<PrecisionChoice>().unwrap_err().to_string();
+        assert!(e.contains("\"fp16\"") && e.contains("use auto, f32, bf16 or int8"), "{e}");
     }
 }

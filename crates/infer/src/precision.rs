@@ -1,7 +1,7 @@
 //! [`PrecisionChoice`]: the arithmetic the CPU fast path's residual blocks run in, as users
 //! name it (`--precision`, `fast:PRECISION`, the arena's `precision=`, `[selfplay]
-//! precision`), and the check that makes `auto` safe: a network runs in 8-bit integers
-//! only where the CPU has the units for them and the 8-bit pass agrees with single
+//! precision`), and the check that makes `auto` safe: a network runs in bf16 or 8-bit
+//! integers only where the CPU has the units for them and that pass agrees with single
 //! precision on this network.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +15,8 @@ use bredon_rules::Position;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PrecisionChoice {
     /// The fastest arithmetic this CPU has that agrees with single precision on the
-    /// network when it loads ([`fast_net`]): 8-bit integers with AVX-512 VNNI, else f32.
+    /// network when it loads ([`fast_net`]): bf16 on AMX tiles, else 8-bit integers with
+    /// AVX-512 VNNI, else f32.
     #[default]
     Auto,
     /// This precision (one the CPU lacks the units for runs in f32, with a warning).
@@ -34,9 +35,7 @@ impl PrecisionChoice {
 
 /// A name that is not a [`PrecisionChoice`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown precision {0:?} (use auto, f32 or int8; there is no bf16 kernel: AVX-512 BF16 measures slower than f32, and the AMX tiles are not used yet)"
-)]
+#[error("unknown precision {0:?} (use auto, f32, bf16 or int8)")]
 pub struct UnknownPrecisionChoice(pub String);
 
 impl std::str::FromStr for PrecisionChoice {
@@ -101,10 +100,10 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    /// The bars `auto` holds an 8-bit pass to before using it: |Δ value| at most 0.05 at
-    /// the 99th percentile and policies within 0.05 in total variation on average, so that
-    /// a network whose weights quantise badly stays in f32. (The shipped models measure
-    /// p99 0.010 to 0.019 and TV about 0.01.)
+    /// The bars `auto` holds a bf16 or 8-bit pass to before using it: |Δ value| at most
+    /// 0.05 at the 99th percentile and policies within 0.05 in total variation on
+    /// average, so that a network whose weights round badly stays in f32. (The shipped
+    /// models measure p99 0.010 to 0.019 and TV about 0.01 in 8 bits.)
     pub fn good_enough(&self) -> bool {
         self.value_p99 <= 0.05 && self.policy_tv <= 0.05
     }
@@ -148,40 +147,45 @@ pub fn agreement(reference: &FastNet, other: &FastNet, positions: &[Position]) -
     }
 }
 
-/// Positions `auto` checks an 8-bit pass on: from random games of the network's size,
-/// the same every time (so a model is always run the same way).
+/// Positions `auto` checks a bf16 or 8-bit pass on: from random games of the network's
+/// size, the same every time (so a model is always run the same way).
 pub const AUTO_CHECK_POSITIONS: usize = 128;
+
+/// The lower precisions `auto` tries, fastest first.
+pub const AUTO_ORDER: [Precision; 2] = [Precision::Bf16, Precision::Int8];
 
 /// The fast path for `folded` in `choice`, and why it runs in another precision than the
 /// one chosen (`None` when it runs as chosen, or when `auto` settles on f32 because the
-/// CPU has no faster unit). `auto` runs 8-bit integers where the CPU has AVX-512 VNNI and
-/// the 8-bit pass's [`Agreement`] with f32 on [`AUTO_CHECK_POSITIONS`] positions is
+/// CPU has no faster unit). `auto` runs the first of [`AUTO_ORDER`] whose units this CPU
+/// has and whose pass's [`Agreement`] with f32 on [`AUTO_CHECK_POSITIONS`] positions is
 /// [`Agreement::good_enough`].
 pub fn fast_net(folded: &FoldedNet, choice: PrecisionChoice) -> (FastNet, Option<String>) {
     let isa = Isa::detect();
     match choice {
         PrecisionChoice::Exactly(p) if !p.is_native() => (
             FastNet::with_precision(folded, isa, Precision::F32),
-            Some(format!("this CPU lacks the units for {p} (AVX-512 VNNI); the fast path runs in f32 instead")),
+            Some(format!("this CPU lacks the units for {p} ({}); the fast path runs in f32 instead", p.units())),
         ),
         PrecisionChoice::Exactly(p) => (FastNet::with_precision(folded, isa, p), None),
-        PrecisionChoice::Auto if !Precision::Int8.is_native() => {
-            (FastNet::with_precision(folded, isa, Precision::F32), None)
-        }
         PrecisionChoice::Auto => {
             let exact = FastNet::with_precision(folded, isa, Precision::F32);
-            let int8 = FastNet::with_precision(folded, isa, Precision::Int8);
-            let positions = bredon_netform::positions::random_positions(exact.size(), AUTO_CHECK_POSITIONS, 71);
-            let check = agreement(&exact, &int8, &positions);
-            if check.good_enough() {
-                (int8, None)
-            } else {
-                let why = format!(
-                    "the 8-bit pass disagrees with f32 on this network (|Δ value| p99 {:.3}, policy distance {:.3}; bars 0.05 and 0.05); `auto` runs it in f32",
+            let mut why = None;
+            for p in AUTO_ORDER.into_iter().filter(|p| p.is_native()) {
+                let low = FastNet::with_precision(folded, isa, p);
+                if low.precision() != p {
+                    continue; // the network's channels do not fit this precision's kernel
+                }
+                let positions = bredon_netform::positions::random_positions(exact.size(), AUTO_CHECK_POSITIONS, 71);
+                let check = agreement(&exact, &low, &positions);
+                if check.good_enough() {
+                    return (low, None);
+                }
+                why.get_or_insert(format!(
+                    "the {p} pass disagrees with f32 on this network (|Δ value| p99 {:.3}, policy distance {:.3}; bars 0.05 and 0.05); `auto` runs it in f32",
                     check.value_p99, check.policy_tv
-                );
-                (exact, Some(why))
+                ));
             }
+            (exact, why)
         }
     }
 }

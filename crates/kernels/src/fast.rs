@@ -41,6 +41,9 @@ use bredon_netform::encoding::{encode, input_len, planes};
 use bredon_netform::folded::{FoldedLinear, FoldedNet, Matrix};
 use bredon_netform::policy::policy_size;
 
+use crate::amx::{
+    BPacked, Bf16Kernel, Bf16Layer, RowTile, gemm_bf16, margin_pixels, row_tiles, tiles_per_position, to_bf16,
+};
 use crate::int8::{Int8Kernel, QGemm, QInput, QPacked, gemm_i8, quantize};
 use crate::precision::Precision;
 use crate::tiles::{Epilogue, MAX_MR, MAX_TILE, TileGrid, check_bounds, run_tiles};
@@ -411,6 +414,11 @@ struct Scratch {
     /// The 8-bit inputs of a block's first and second convolutions.
     hq: QInput,
     yq: QInput,
+    /// The bf16 inputs of a block's first and second convolutions (`h` and `y` in bf16,
+    /// [`margin_pixels`] more pixels at the end), and the AMX row tiles of the positions.
+    hb: Vec<u16>,
+    yb: Vec<u16>,
+    tiles: Vec<RowTile>,
     /// Every position's pooled biases (`[position][channels]`) and what each tap of the
     /// second convolution makes of them (`[position][9 channels]`), 8-bit blocks only.
     gbias: Vec<f32>,
@@ -487,14 +495,32 @@ enum PolicyOut {
     Conv(Packed),
 }
 
-/// The residual blocks' convolutions in 8-bit integers, and the kernel that runs them.
-struct Int8Blocks {
-    kernel: Int8Kernel,
-    blocks: Vec<(QPacked, QPacked)>,
-    /// Per block with global pooling, its second convolution's f32 weights tap-major
-    /// ([`taps_matrix`]): the pooled biases go through them exactly
+/// The residual blocks' convolutions in a lower precision than f32, and the kernel that
+/// runs them.
+enum LowTrunk {
+    /// 8-bit integers ([`Precision::Int8`]).
+    Int8(Int8Kernel, Vec<(QPacked, QPacked)>),
+    /// bfloat16 ([`Precision::Bf16`]). (The input layer stays f32: in bf16 it tripled
+    /// the value error of the shipped 6x6 network, p99 0.005 to 0.013, for no speed.)
+    Bf16(Bf16Kernel, Vec<(BPacked, BPacked)>),
+}
+
+/// The residual blocks in a lower precision.
+struct LowBlocks {
+    trunk: LowTrunk,
+    /// In 8 bits, per block with global pooling, its second convolution's f32 weights
+    /// tap-major ([`taps_matrix`]): the pooled biases go through them exactly
     /// ([`add_board_taps`]) instead of into the 8-bit input, which then stays unsigned.
+    /// (In bf16 they join the input, which is converted again.)
     conv2: Vec<Option<Packed>>,
+}
+
+/// One convolution of a residual block, in the precision it runs in.
+#[derive(Clone, Copy)]
+enum BlockConv<'a> {
+    F32(&'a Packed),
+    Int8(Int8Kernel, &'a QPacked),
+    Bf16(Bf16Kernel, &'a BPacked),
 }
 
 /// A 3x3 convolution's weights `[9 cin][cout]` rearranged tap-major, `[cin][9 cout]`, and
@@ -542,35 +568,49 @@ fn add_board_taps_body(taps: &[f32], n: usize, rows: &[usize], out: &mut [f32]) 
 }
 
 /// A residual block's rows: `rows` (each square of each position), `area` a position,
-/// the 3x3 taps' offsets, `c` channels, and whether a layer may split over two threads.
+/// the 3x3 taps' offsets (in floats, and in pixels), `c` channels, and whether a layer
+/// may split over two threads.
 struct BlockRows<'a> {
     rows: &'a [usize],
     area: usize,
     taps: &'a [isize],
+    pixel_taps: &'a [isize],
     c: usize,
     split: bool,
 }
 
+/// A layer's input and output buffers besides the f32 ones: the 8-bit copy of the input
+/// it fills, or the bf16 input it reads and the bf16 copy of its output it writes.
+struct LowBuffers<'a> {
+    q: &'a mut QInput,
+    b_in: &'a [u16],
+    b_out: &'a mut [u16],
+    tiles: &'a [RowTile],
+}
+
 /// One 3x3 convolution of a residual block from `src` into `dst` with ReLU (`residual`:
-/// adding what `dst` holds): in f32 with `w`, or with `q` in 8 bits through `qin`.
-#[allow(clippy::too_many_arguments)]
+/// adding what `dst` holds): in f32, in 8 bits through `low.q`, or in bf16 from `low.b_in`
+/// (also writing `low.b_out`).
 fn conv3_layer(
     isa: Isa,
-    w: &Packed,
-    q: Option<(Int8Kernel, &QPacked)>,
+    conv: BlockConv,
     src: &[f32],
-    qin: &mut QInput,
+    low: LowBuffers,
     b: &BlockRows,
     residual: bool,
     dst: &mut [f32],
 ) {
-    match q {
-        Some((kernel, qw)) => {
-            quantize(src, b.rows, b.area, b.c, qin);
-            let g = QGemm { a: qin, a_rows: b.rows, taps: b.taps, seg: b.c, out_rows: b.rows, residual, relu: true };
+    match conv {
+        BlockConv::Int8(kernel, qw) => {
+            quantize(src, b.rows, b.area, b.c, low.q);
+            let g = QGemm { a: low.q, a_rows: b.rows, taps: b.taps, seg: b.c, out_rows: b.rows, residual, relu: true };
             gemm_i8(kernel, qw, &g, dst, b.split);
         }
-        None => {
+        BlockConv::Bf16(kernel, bw) => {
+            let g = Bf16Layer { a: low.b_in, tiles: low.tiles, taps: b.pixel_taps, residual, relu: true };
+            gemm_bf16(kernel, bw, &g, dst, low.b_out);
+        }
+        BlockConv::F32(w) => {
             let g = Gemm { a: src, a_rows: b.rows, taps: b.taps, seg: b.c, out_rows: b.rows, residual, relu: true };
             gemm(isa, w, &g, dst, b.split);
         }
@@ -585,8 +625,8 @@ pub struct FastNet {
     policy_size: usize,
     stem: Packed,
     blocks: Vec<(Packed, Packed)>,
-    /// The residual blocks in 8-bit integers ([`Precision::Int8`]), when they run so.
-    int8: Option<Int8Blocks>,
+    /// The residual blocks in bf16 or 8-bit integers, when they run so.
+    low: Option<LowBlocks>,
     /// Per block, its global pooling layer (`3 g` features to `channels` biases).
     gpool: Vec<Option<FoldedLinear>>,
     /// The board-size feature's scale of global pooling ([`pool_size_scale`]).
@@ -624,37 +664,48 @@ impl FastNet {
     }
 
     /// The fast network from folded weights, with the kernels of `isa` (as
-    /// [`FastNet::from_folded`]) and its residual blocks in `precision` where it can: 8-bit
-    /// integers need a multiple of 4 channels (elsewhere the blocks run in single
-    /// precision: [`FastNet::precision`] says which), and run on AVX-512 VNNI, or where
-    /// the CPU lacks it in portable Rust, correct but several times slower than single
-    /// precision ([`Precision::is_native`] tells a caller which to ask for).
+    /// [`FastNet::from_folded`]) and its residual blocks in `precision` where it can
+    /// (elsewhere they run in single precision: [`FastNet::precision`] says which):
+    ///
+    /// - bf16 needs a multiple of 16 channels and runs on the AMX tiles, or where the CPU
+    ///   lacks them in portable Rust, correct but far slower than single precision;
+    /// - 8-bit integers need a multiple of 4 channels and run on AVX-512 VNNI, or in
+    ///   portable Rust, several times slower than single precision.
+    ///
+    /// [`Precision::is_native`] tells a caller which to ask for.
     pub fn with_precision(net: &FoldedNet, isa: Isa, precision: Precision) -> FastNet {
         let isa = if Isa::available().contains(&isa) { isa } else { Isa::Portable };
-        let kernel = if Int8Kernel::vnni_available() { Int8Kernel::Vnni512 } else { Int8Kernel::Portable };
-        let int8 = match precision {
-            Precision::Int8 if net.config.channels.is_multiple_of(4) => Some(Int8Blocks {
-                kernel,
-                blocks: net
-                    .blocks
-                    .iter()
-                    .map(|(a, b)| {
-                        let pack = |m: &Matrix| {
-                            let (nv, mr) = Isa::Avx512.tile_shape(m.n);
-                            QPacked::new(m, net.config.channels, nv, mr)
-                        };
-                        (pack(&Matrix::conv3(a)), pack(&Matrix::conv3(b)))
-                    })
-                    .collect(),
-                conv2: net
-                    .blocks
-                    .iter()
-                    .zip(&net.gpool)
-                    .map(|((_, b), g)| g.as_ref().map(|_| taps_matrix(isa, &Matrix::conv3(b))))
-                    .collect(),
-            }),
+        let c = net.config.channels;
+        let trunk = match precision {
+            Precision::Int8 if c.is_multiple_of(4) => {
+                let kernel = if Int8Kernel::vnni_available() { Int8Kernel::Vnni512 } else { Int8Kernel::Portable };
+                let pack = |m: &Matrix| {
+                    let (nv, mr) = Isa::Avx512.tile_shape(m.n);
+                    QPacked::new(m, c, nv, mr)
+                };
+                let blocks = net.blocks.iter().map(|(a, b)| (pack(&Matrix::conv3(a)), pack(&Matrix::conv3(b))));
+                Some(LowTrunk::Int8(kernel, blocks.collect()))
+            }
+            Precision::Bf16 if BPacked::fits(c, c) => {
+                let kernel = if Bf16Kernel::amx_available() { Bf16Kernel::Amx } else { Bf16Kernel::Portable };
+                let pack = |m: &Matrix| BPacked::new(m, c);
+                let blocks = net.blocks.iter().map(|(a, b)| (pack(&Matrix::conv3(a)), pack(&Matrix::conv3(b))));
+                Some(LowTrunk::Bf16(kernel, blocks.collect()))
+            }
             _ => None,
         };
+        let low = trunk.map(|trunk| LowBlocks {
+            conv2: net
+                .blocks
+                .iter()
+                .zip(&net.gpool)
+                .map(|((_, b), g)| match (&trunk, g) {
+                    (LowTrunk::Int8(..), Some(_)) => Some(taps_matrix(isa, &Matrix::conv3(b))),
+                    _ => None,
+                })
+                .collect(),
+            trunk,
+        });
         let n = net.size();
         let head = Packed::new(isa, &net.head_matrix());
         let side = (n + 2) as isize;
@@ -673,7 +724,7 @@ impl FastNet {
                 .iter()
                 .map(|(a, b)| (Packed::new(isa, &Matrix::conv3(a)), Packed::new(isa, &Matrix::conv3(b))))
                 .collect(),
-            int8,
+            low,
             head,
             policy: match net.policy_fc {
                 Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
@@ -698,18 +749,37 @@ impl FastNet {
         self.isa
     }
 
-    /// This network with its 8-bit layers (if any) on the portable kernel: the same
-    /// integers and floats as the VNNI kernel's, which the tests check bit for bit.
-    pub fn with_portable_int8_kernel(mut self) -> FastNet {
-        if let Some(q) = &mut self.int8 {
-            q.kernel = Int8Kernel::Portable;
+    /// This network with its bf16 or 8-bit layers (if any) on the portable kernel: for
+    /// 8-bit integers the same integers and floats as the VNNI kernel's, which the tests
+    /// check bit for bit; for bf16 the same products as the AMX tiles', summed in another
+    /// order.
+    pub fn with_portable_low_kernel(mut self) -> FastNet {
+        match self.low.as_mut().map(|l| &mut l.trunk) {
+            Some(LowTrunk::Int8(kernel, _)) => *kernel = Int8Kernel::Portable,
+            Some(LowTrunk::Bf16(kernel, _)) => *kernel = Bf16Kernel::Portable,
+            None => {}
         }
         self
     }
 
     /// What the residual blocks compute in.
     pub fn precision(&self) -> Precision {
-        if self.int8.is_some() { Precision::Int8 } else { Precision::F32 }
+        match self.low.as_ref().map(|l| &l.trunk) {
+            None => Precision::F32,
+            Some(LowTrunk::Int8(..)) => Precision::Int8,
+            Some(LowTrunk::Bf16(..)) => Precision::Bf16,
+        }
+    }
+
+    /// The units the residual blocks run on: `avx512` (or another [`Isa`]) in f32, `amx`,
+    /// `vnni`, or `portable` where the CPU lacks the units for the precision asked.
+    pub fn units(&self) -> &'static str {
+        match self.low.as_ref().map(|l| &l.trunk) {
+            None => self.isa.name(),
+            Some(LowTrunk::Int8(Int8Kernel::Vnni512, _)) => "vnni",
+            Some(LowTrunk::Bf16(Bf16Kernel::Amx, _)) => "amx",
+            Some(_) => "portable",
+        }
     }
 
     /// Board size.
@@ -802,6 +872,11 @@ impl FastNet {
         s.x.resize(b * padded * planes, 0.0);
         s.h.resize(b * padded * c, 0.0);
         s.y.resize(b * padded * c, 0.0);
+        if let Some(LowTrunk::Bf16(..)) = self.low.as_ref().map(|l| &l.trunk) {
+            s.hb.resize((b * padded + margin_pixels(n)) * c, 0);
+            s.yb.resize((b * padded + margin_pixels(n)) * c, 0);
+            s.tiles = row_tiles(b, n);
+        }
         s.head.resize(b * area * heads, 0.0);
         s.pol.resize(b * area * pf, 0.0);
         s.val.resize(b * area * vf, 0.0);
@@ -880,16 +955,28 @@ impl FastNet {
             &mut s.h,
             split,
         );
+        let bf16 = matches!(self.low.as_ref().map(|l| &l.trunk), Some(LowTrunk::Bf16(..)));
+        let tiles = &s.tiles[..s.tiles.len().min(b * tiles_per_position(n))];
+        if bf16 {
+            // The first block's input in bf16; each layer after writes its own.
+            to_bf16(&s.h, rows_c, c, &mut s.hb);
+        }
         for (i, ((conv1, conv2), gpool)) in self.blocks.iter().zip(&self.gpool).enumerate() {
-            let q = self.int8.as_ref().map(|q| (q.kernel, &q.blocks[i]));
-            let block = BlockRows { rows: rows_c, area, taps: &taps_c, c, split };
-            conv3_layer(isa, conv1, q.map(|(k, (q1, _))| (k, q1)), &s.h, &mut s.hq, &block, false, &mut s.y);
+            let (first, second) = match self.low.as_ref().map(|l| &l.trunk) {
+                None => (BlockConv::F32(conv1), BlockConv::F32(conv2)),
+                Some(LowTrunk::Int8(k, q)) => (BlockConv::Int8(*k, &q[i].0), BlockConv::Int8(*k, &q[i].1)),
+                Some(LowTrunk::Bf16(k, w)) => (BlockConv::Bf16(*k, &w[i].0), BlockConv::Bf16(*k, &w[i].1)),
+            };
+            let block = BlockRows { rows: rows_c, area, taps: &taps_c, pixel_taps: &self.taps3, c, split };
+            let low = LowBuffers { q: &mut s.hq, b_in: &s.hb, b_out: &mut s.yb, tiles };
+            conv3_layer(isa, first, &s.h, low, &block, false, &mut s.y);
             if let Some(fc) = gpool {
                 // Per position: pool the first g channels, one bias per channel from the
                 // dense layer, added on the board's squares (not the zero padding); in
-                // 8 bits, added through the second convolution to its output instead.
+                // 8 bits, added through the second convolution to its output instead; in
+                // bf16, to the f32 input, converted again.
                 let g = fc.din / 3;
-                let conv2_taps = self.int8.as_ref().and_then(|q| q.conv2[i].as_ref());
+                let conv2_taps = self.low.as_ref().and_then(|q| q.conv2[i].as_ref());
                 s.gbias.resize(b * c, 0.0);
                 for (pi, rows) in rows_c.chunks(area).enumerate() {
                     pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in);
@@ -923,8 +1010,12 @@ impl FastNet {
                         add_board_taps(&s.gtaps[pi * w.n..(pi + 1) * w.n], n, rows, &mut s.h);
                     }
                 }
+                if bf16 {
+                    to_bf16(&s.y, rows_c, c, &mut s.yb);
+                }
             }
-            conv3_layer(isa, conv2, q.map(|(k, (_, q2))| (k, q2)), &s.y, &mut s.yq, &block, true, &mut s.h);
+            let low = LowBuffers { q: &mut s.yq, b_in: &s.yb, b_out: &mut s.hb, tiles };
+            conv3_layer(isa, second, &s.y, low, &block, true, &mut s.h);
         }
         gemm(
             isa,

@@ -8,6 +8,9 @@ pub enum Precision {
     /// Single precision (every CPU).
     #[default]
     F32,
+    /// bfloat16 inputs and weights, f32 sums, on Intel AMX's tile registers (elsewhere
+    /// the fast path runs in single precision and says so): `amx`.
+    Bf16,
     /// 8-bit integers, 32-bit sums (AVX-512 VNNI; elsewhere the fast path runs in single
     /// precision and says so): weights with a scale per output channel, activations with
     /// a scale per position and layer (`fast::int8`).
@@ -16,21 +19,33 @@ pub enum Precision {
 
 impl Precision {
     /// Every precision, in the order benchmarks list them.
-    pub const ALL: [Precision; 2] = [Precision::F32, Precision::Int8];
+    pub const ALL: [Precision; 3] = [Precision::F32, Precision::Bf16, Precision::Int8];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
             Precision::Int8 => "int8",
         }
     }
 
+    /// The units that make this precision fast, as messages name them.
+    pub fn units(self) -> &'static str {
+        match self {
+            Precision::F32 => "SIMD floats",
+            Precision::Bf16 => "AMX tiles",
+            Precision::Int8 => "AVX-512 VNNI",
+        }
+    }
+
     /// Whether this CPU has the units that make this precision fast (single precision
-    /// always; 8-bit integers with AVX-512 VNNI).
+    /// always; bf16 with AMX, where Linux grants this process the tiles; 8-bit integers
+    /// with AVX-512 VNNI).
     pub fn is_native(self) -> bool {
         match self {
             Precision::F32 => true,
+            Precision::Bf16 => crate::amx::Bf16Kernel::amx_available(),
             Precision::Int8 => crate::int8::Int8Kernel::vnni_available(),
         }
     }
@@ -38,7 +53,7 @@ impl Precision {
 
 /// A name that is not a [`Precision`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown precision {0:?} (use f32 or int8)")]
+#[error("unknown precision {0:?} (use f32, bf16 or int8)")]
 pub struct UnknownPrecision(pub String);
 
 impl std::str::FromStr for Precision {

@@ -102,9 +102,10 @@ pub struct SelfPlayConfig {
     /// with a warning); `wgsl:f32` and `wgsl:f16-pairs` name the other arithmetics.
     pub inference: bredon_infer::InferenceKind,
     /// Arithmetic of the CPU fast path's residual blocks in self-play and evaluation games
-    /// (`auto`, `f32` or `int8`; `bredon --precision`): unset (the default) = what
-    /// `inference` says, whose own default is `auto` (8-bit integers where the CPU has
-    /// AVX-512 VNNI and the 8-bit pass agrees with f32 on the network, else f32). Only
+    /// (`auto`, `f32`, `bf16` or `int8`; `bredon --precision`): unset (the default) = what
+    /// `inference` says, whose own default is `auto` (bf16 on AMX tiles, else 8-bit
+    /// integers on AVX-512 VNNI, where the CPU has them and they agree with f32 on the
+    /// network; else f32). Only
     /// for an `inference` with a fast path (`auto`, `fast`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precision: Option<bredon_infer::PrecisionChoice>,

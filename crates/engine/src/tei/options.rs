@@ -23,12 +23,12 @@ pub enum EngineOption {
     /// `Hash`: the search tree's memory in MB (see [`NODE_BYTES`]).
     Hash,
     /// `Precision`: the arithmetic of the network's CPU fast path (`auto`, `f32`,
-    /// `int8`; [`PrecisionChoice`]), from the next `go` on.
+    /// `bf16`, `int8`; [`PrecisionChoice`]), from the next `go` on.
     Precision,
 }
 
 /// The values of `Precision`, in the handshake's order.
-pub const PRECISIONS: [&str; 3] = ["auto", "f32", "int8"];
+pub const PRECISIONS: [&str; 4] = ["auto", "f32", "bf16", "int8"];
 
 /// Bytes counted per node of the search tree, by which `Hash` (MB) becomes a node budget:
 /// a little above the size of `bredon_mcts`'s tree node (which is private to it). The

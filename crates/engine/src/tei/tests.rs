@@ -80,7 +80,7 @@ fn handshake_lists_sizes_komi_and_bounded_options_then_teiok() {
             "option name MultiPV type spin default 1 min 1 max 16".to_string(),
             "option name Threads type spin default 1 min 1 max 256".to_string(),
             "option name Hash type spin default 1024 min 1 max 65536".to_string(),
-            "option name Precision type combo default auto var auto var f32 var int8".to_string(),
+            "option name Precision type combo default auto var auto var f32 var bf16 var int8".to_string(),
         ]
     );
     assert_eq!(lines.last().unwrap(), "teiok");
@@ -143,7 +143,7 @@ fn bad_input_gets_one_info_string_and_the_engine_goes_on() {
         ("setoption name Threads value 0", "Threads must be an integer from 1 to 256, got \"0\""),
         ("setoption name Hash value lots", "Hash must be an integer from 1 to 65536, got \"lots\""),
         ("setoption name MultiPV", "setoption name MultiPV needs a value from 1 to 16"),
-        ("setoption name Precision", "Precision must be one of auto, f32, int8, got \"\""),
+        ("setoption name Precision", "Precision must be one of auto, f32, bf16, int8, got \"\""),
         (
             "setoption name Colour value red",
             "unknown option \"Colour\" (the options are HalfKomi, MultiPV, Threads, Hash and Precision)",
@@ -191,8 +191,8 @@ fn options_are_set_whatever_their_case() {
     let f32 = bredon_infer::PrecisionChoice::Exactly(bredon_infer::Precision::F32);
     assert_eq!(e.options(), OptionValues { half_komi: 4, multi_pv: 3, threads: 2, hash_mb: 64, precision: f32 });
     // Not one of its values: refused with them, and the option keeps its value.
-    e.handle_line("setoption name Precision value bf16");
-    assert_eq!(take(&out), ["info string error: Precision must be one of auto, f32, int8, got \"bf16\""]);
+    e.handle_line("setoption name Precision value fp16");
+    assert_eq!(take(&out), ["info string error: Precision must be one of auto, f32, bf16, int8, got \"fp16\""]);
     assert_eq!(e.options().precision, f32);
 }
 

@@ -61,7 +61,7 @@ fn the_vnni_kernel_computes_what_the_portable_one_does() {
         let folded = model.fold(cfg.size);
         // The single-precision layers (input, heads) on the portable kernels in both, so
         // that only the 8-bit kernel differs.
-        let portable = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8).with_portable_int8_kernel();
+        let portable = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8).with_portable_low_kernel();
         assert_eq!(portable.precision(), Precision::Int8);
         let f32_net = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
         let (pl, ps) = outputs(&portable, &positions);
@@ -148,8 +148,8 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
     }
 }
 
-/// `auto` runs the shipped networks in 8 bits where the CPU has VNNI (they pass its check
-/// by a wide margin), in f32 elsewhere, and always says nothing on the way; a network
+/// `auto` runs the shipped networks in bf16 where the CPU has AMX, in 8 bits where it has
+/// VNNI (they pass its check by a wide margin), in f32 elsewhere, and always says nothing on the way; a network
 /// whose 8-bit pass is far off stays in f32 and says why.
 #[test]
 fn auto_picks_int8_where_it_is_native_and_agrees() {
@@ -161,7 +161,10 @@ fn auto_picks_int8_where_it_is_native_and_agrees() {
     let folded = model.fold(meta.size);
     let (net, why) = fast_net(&folded, PrecisionChoice::Auto);
     assert_eq!(why, None);
-    assert_eq!(net.precision(), if native { Precision::Int8 } else { Precision::F32 });
+    // The fastest this CPU has: bf16 where it has AMX tiles, else 8-bit integers on VNNI.
+    let best = bredon_infer::precision::AUTO_ORDER.into_iter().find(|p| p.is_native()).unwrap_or(Precision::F32);
+    assert_eq!(net.precision(), best);
+    assert_eq!(best == Precision::Int8, native && !Precision::Bf16.is_native());
     let (net, why) = fast_net(&folded, PrecisionChoice::Exactly(Precision::F32));
     assert_eq!((net.precision(), why), (Precision::F32, None));
     let (net, why) = fast_net(&folded, PrecisionChoice::Exactly(Precision::Int8));

@@ -4,6 +4,7 @@
 //! these files several times dearer to build than their code (docs/testing.md). One
 //! file's tests: `cargo test --release -p bredon-infer --test it <file>::`.
 
+mod bf16;
 mod common;
 mod fast;
 mod gpool;
