@@ -6,7 +6,8 @@ search reads (policy, value, WDL, flat margin), then times that same network, at
 size, in:
 
   - Bredon itself: `bredon bench nn --inference fast --precision f32`, and `--precision
-    int8` where the build runs 8-bit integers (its header says "int8 on AVX-512 VNNI"),
+    bf16` and `int8` where the CPU has their units (its header says "bf16 on AMX tiles",
+    "int8 on AVX-512 VNNI"),
     with RAYON_NUM_THREADS = --threads: one call at a time over every thread (latency),
     and where `bench nn` has `--streams`, --threads batches in flight, one a core
     (throughput);
@@ -752,7 +753,9 @@ def main():
 
     bredon_cmd = [args.bredon, "bench", "nn", "--model", args.model, "--inference", "fast"]
     isa = probe["header"].split("fast kernels on the CPU:", 1)[-1].split(";")[0].strip(" )")
-    precisions = ["f32"] + (["int8"] if "int8 on AVX-512 VNNI" in probe["header"] else [])
+    # The header names each lower precision's units where the CPU has them ("bf16 on AMX
+    # tiles", "int8 on AVX-512 VNNI"), and says "no bf16 units" where it does not.
+    precisions = ["f32"] + [p for p in ("bf16", "int8") if f"{p} on " in probe["header"]]
     # Agreement is measured on the first positions. The plain-f32 reference runs before any
     # peer's session exists (onnxruntime's denormal flush also sets the calling thread's mode).
     n_agree = len(infos)
