@@ -576,7 +576,9 @@ mod tests {
             ("checkpoint:m.bredon;precision=INT8", auto_int8),
             (
                 "checkpoint:m.bredon;precision=bf16",
-                bredon_infer::InferenceKind::Auto(bredon_infer::PrecisionChoice::Exactly(bredon_infer::Precision::Bf16)),
+                bredon_infer::InferenceKind::Auto(bredon_infer::PrecisionChoice::Exactly(
+                    bredon_infer::Precision::Bf16,
+                )),
             ),
         ] {
             match spec.parse::<PlayerSpec>().unwrap() {
