@@ -3,11 +3,10 @@
 //! same products in their own order), and both stay close to single precision on the
 //! shipped networks.
 
-use crate::common::{self, random_positions, trained, with_random_tensors};
+use crate::common::{self, fast_outputs, random_positions};
 use bredon_infer::Agreement;
+use bredon_kernels::Precision;
 use bredon_kernels::fast::{FastNet, Isa};
-use bredon_kernels::{Precision, Scalars};
-use bredon_netform::{NetConfig, ValueHead};
 use bredon_nn::load_exported;
 use bredon_rules::Position;
 
@@ -23,14 +22,6 @@ fn amx_or_say_so(what: &str) -> bool {
     native
 }
 
-fn outputs(net: &FastNet, positions: &[Position]) -> (Vec<f32>, Scalars) {
-    let refs: Vec<&Position> = positions.iter().collect();
-    let mut logits = Vec::new();
-    let mut scalars = Scalars::default();
-    net.forward_scalars_into(&refs, &mut logits, &mut scalars);
-    (logits, scalars)
-}
-
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
@@ -42,41 +33,18 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 /// at batch sizes whose row tiles pair evenly and oddly.
 #[test]
 fn the_amx_kernel_computes_what_the_portable_one_does() {
-    let plain =
-        NetConfig { size: 5, blocks: 2, channels: 48, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
-    let pooled = NetConfig {
-        size: 6,
-        blocks: 2,
-        channels: 64,
-        value_hidden: 12,
-        policy_filters: 4,
-        input_version: 2,
-        wdl: true,
-        aux: true,
-        global_pool: true,
-        gpool_channels: 8,
-        value_head: ValueHead::Pool,
-        value_filters: 6,
-        ..NetConfig::default()
-    };
-    for cfg in [plain, pooled] {
-        let positions = random_positions(cfg.size, 70, 11);
-        let mut model = trained(&cfg, &positions, 3);
-        if cfg.global_pool {
-            model = with_random_tensors(&model, &cfg, &["gpool_fc"], 0.5, 3);
-        }
-        let folded = model.fold(cfg.size);
+    for (name, folded, positions) in common::low_precision_nets(48, 64) {
         // The single-precision layers (input, heads) on the portable kernels in both, so
         // that only the bf16 kernel differs.
         let portable = FastNet::with_precision(&folded, Isa::Portable, Precision::Bf16).with_portable_low_kernel();
         assert_eq!((portable.precision(), portable.units()), (Precision::Bf16, "portable"));
         let f32_net = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
-        let (pl, ps) = outputs(&portable, &positions);
-        let (fl, fs) = outputs(&f32_net, &positions);
+        let (pl, ps) = fast_outputs(&portable, &positions);
+        let (fl, fs) = fast_outputs(&f32_net, &positions);
         // Rounded, not equal to single precision, but close (a small random net).
         let dv = max_diff(&ps.values, &fs.values);
-        assert!(ps.values != fs.values && dv < 0.05, "{}: values differ by {dv}", cfg.name());
-        assert!(pl != fl && max_diff(&pl, &fl) < 0.5, "{}: logits differ by {}", cfg.name(), max_diff(&pl, &fl));
+        assert!(ps.values != fs.values && dv < 0.05, "{}: values differ by {dv}", name);
+        assert!(pl != fl && max_diff(&pl, &fl) < 0.5, "{}: logits differ by {}", name, max_diff(&pl, &fl));
         if !amx_or_say_so("the_amx_kernel_computes_what_the_portable_one_does") {
             continue;
         }
@@ -84,22 +52,22 @@ fn the_amx_kernel_computes_what_the_portable_one_does() {
         assert_eq!((amx.precision(), amx.units()), (Precision::Bf16, "amx"));
         for batch in [1, 2, 3, 16, 70] {
             for chunk in positions.chunks(batch).take(3) {
-                let (a, b) = (outputs(&amx, chunk), outputs(&portable, chunk));
+                let (a, b) = (fast_outputs(&amx, chunk), fast_outputs(&portable, chunk));
                 // The same bf16 products summed in another order: a few f32 roundings
                 // of each layer's sums, carried through the blocks (an inner activation
                 // that lands on the other side of a bf16 rounding step moves by 2^-8 of
                 // itself), far inside the distance to single precision.
                 let (dl, dv) = (max_diff(&a.0, &b.0), max_diff(&a.1.values, &b.1.values));
-                assert!(dl < 2e-2 && dv < 2e-3, "{} batch {batch}: logits {dl}, values {dv}", cfg.name());
-                assert!(max_diff(&a.1.draws, &b.1.draws) < 2e-3, "{} batch {batch}: draws", cfg.name());
-                assert!(max_diff(&a.1.margins, &b.1.margins) < 5e-2, "{} batch {batch}: margins", cfg.name());
+                assert!(dl < 2e-2 && dv < 2e-3, "{} batch {batch}: logits {dl}, values {dv}", name);
+                assert!(max_diff(&a.1.draws, &b.1.draws) < 2e-3, "{} batch {batch}: draws", name);
+                assert!(max_diff(&a.1.margins, &b.1.margins) < 5e-2, "{} batch {batch}: margins", name);
             }
         }
         // A position's outputs do not depend on the rest of its batch (row tiles of
         // different positions share a pass over the weights, never a sum).
-        let one = outputs(&amx, &positions[5..6]);
-        let all = outputs(&amx, &positions);
-        assert_eq!(one.1.values[0], all.1.values[5], "{}", cfg.name());
+        let one = fast_outputs(&amx, &positions[5..6]);
+        let all = fast_outputs(&amx, &positions);
+        assert_eq!(one.1.values[0], all.1.values[5], "{}", name);
     }
 }
 

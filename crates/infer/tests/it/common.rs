@@ -94,3 +94,57 @@ pub fn trained(cfg: &bredon_netform::NetConfig, positions: &[Position], seed: u6
     }
     trainer.model()
 }
+
+/// Every output of `net`'s fast pass over `positions`: the policy logits and the scalars.
+pub fn fast_outputs(net: &bredon_kernels::FastNet, positions: &[Position]) -> (Vec<f32>, bredon_kernels::Scalars) {
+    let refs: Vec<&Position> = positions.iter().collect();
+    let mut logits = Vec::new();
+    let mut scalars = bredon_kernels::Scalars::default();
+    net.forward_scalars_into(&refs, &mut logits, &mut scalars);
+    (logits, scalars)
+}
+
+/// The two small networks the lower-precision kernels are checked on, trained a little
+/// and folded, each with its name and the 70 random-game positions it trained on: a plain
+/// 5x5 one of `plain_channels`, and a 6x6 one of `pooled_channels` with global pooling
+/// (its pooling layers' weights made to matter) and the pooling value head.
+pub fn low_precision_nets(
+    plain_channels: usize,
+    pooled_channels: usize,
+) -> Vec<(String, bredon_netform::FoldedNet, Vec<Position>)> {
+    use bredon_netform::{NetConfig, ValueHead};
+    let plain = NetConfig {
+        size: 5,
+        blocks: 2,
+        channels: plain_channels,
+        value_hidden: 16,
+        policy_filters: 4,
+        ..NetConfig::default()
+    };
+    let pooled = NetConfig {
+        size: 6,
+        blocks: 2,
+        channels: pooled_channels,
+        value_hidden: 12,
+        policy_filters: 4,
+        input_version: 2,
+        wdl: true,
+        aux: true,
+        global_pool: true,
+        gpool_channels: 8,
+        value_head: ValueHead::Pool,
+        value_filters: 6,
+        ..NetConfig::default()
+    };
+    [plain, pooled]
+        .into_iter()
+        .map(|cfg| {
+            let positions = random_positions(cfg.size, 70, 11);
+            let mut model = trained(&cfg, &positions, 3);
+            if cfg.global_pool {
+                model = with_random_tensors(&model, &cfg, &["gpool_fc"], 0.5, 3);
+            }
+            (cfg.name(), model.fold(cfg.size), positions)
+        })
+        .collect()
+}

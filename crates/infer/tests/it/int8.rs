@@ -2,11 +2,10 @@
 //! kernel computes exactly what the portable one does, and both stay close to single
 //! precision on the shipped networks.
 
-use crate::common::{self, random_positions, trained, with_random_tensors};
+use crate::common::{self, fast_outputs, random_positions};
 use bredon_infer::Agreement;
+use bredon_kernels::Precision;
 use bredon_kernels::fast::{FastNet, Isa};
-use bredon_kernels::{Precision, Scalars};
-use bredon_netform::{NetConfig, ValueHead};
 use bredon_nn::load_exported;
 use bredon_rules::Position;
 
@@ -22,53 +21,22 @@ fn vnni_or_say_so(what: &str) -> bool {
     native
 }
 
-fn outputs(net: &FastNet, positions: &[Position]) -> (Vec<f32>, Scalars) {
-    let refs: Vec<&Position> = positions.iter().collect();
-    let mut logits = Vec::new();
-    let mut scalars = Scalars::default();
-    net.forward_scalars_into(&refs, &mut logits, &mut scalars);
-    (logits, scalars)
-}
-
 /// The VNNI kernel and the portable one give the same bits, for a network with global
 /// pooling (whose second convolutions read signed inputs, zero at 128) and one without,
 /// at batch sizes that split layers by rows and by columns.
 #[test]
 fn the_vnni_kernel_computes_what_the_portable_one_does() {
-    let plain =
-        NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
-    let pooled = NetConfig {
-        size: 6,
-        blocks: 2,
-        channels: 24,
-        value_hidden: 12,
-        policy_filters: 4,
-        input_version: 2,
-        wdl: true,
-        aux: true,
-        global_pool: true,
-        gpool_channels: 8,
-        value_head: ValueHead::Pool,
-        value_filters: 6,
-        ..NetConfig::default()
-    };
-    for cfg in [plain, pooled] {
-        let positions = random_positions(cfg.size, 70, 11);
-        let mut model = trained(&cfg, &positions, 3);
-        if cfg.global_pool {
-            model = with_random_tensors(&model, &cfg, &["gpool_fc"], 0.5, 3);
-        }
-        let folded = model.fold(cfg.size);
+    for (name, folded, positions) in common::low_precision_nets(32, 24) {
         // The single-precision layers (input, heads) on the portable kernels in both, so
         // that only the 8-bit kernel differs.
         let portable = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8).with_portable_low_kernel();
         assert_eq!(portable.precision(), Precision::Int8);
         let f32_net = FastNet::with_precision(&folded, Isa::detect(), Precision::F32);
-        let (pl, ps) = outputs(&portable, &positions);
-        let (fl, fs) = outputs(&f32_net, &positions);
+        let (pl, ps) = fast_outputs(&portable, &positions);
+        let (fl, fs) = fast_outputs(&f32_net, &positions);
         // Quantised, not equal to single precision, but close (a small random net).
         let dv = ps.values.iter().zip(&fs.values).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        assert!(ps.values != fs.values && dv < 0.1, "{}: values differ by {dv}", cfg.name());
+        assert!(ps.values != fs.values && dv < 0.1, "{}: values differ by {dv}", name);
         assert!(pl.iter().zip(&fl).any(|(a, b)| a != b));
         if !vnni_or_say_so("the_vnni_kernel_computes_what_the_portable_one_does") {
             continue;
@@ -77,16 +45,16 @@ fn the_vnni_kernel_computes_what_the_portable_one_does() {
         assert_eq!(vnni.precision(), Precision::Int8);
         for batch in [1, 3, 16, 70] {
             for chunk in positions.chunks(batch).take(3) {
-                let (a, b) = (outputs(&vnni, chunk), outputs(&portable, chunk));
-                assert!(a.0 == b.0, "{} batch {batch}: the logits differ", cfg.name());
-                assert_eq!(a.1.values, b.1.values, "{} batch {batch}: values", cfg.name());
-                assert_eq!(a.1.draws, b.1.draws, "{} batch {batch}: draws", cfg.name());
-                assert_eq!(a.1.margins, b.1.margins, "{} batch {batch}: margins", cfg.name());
+                let (a, b) = (fast_outputs(&vnni, chunk), fast_outputs(&portable, chunk));
+                assert!(a.0 == b.0, "{} batch {batch}: the logits differ", name);
+                assert_eq!(a.1.values, b.1.values, "{} batch {batch}: values", name);
+                assert_eq!(a.1.draws, b.1.draws, "{} batch {batch}: draws", name);
+                assert_eq!(a.1.margins, b.1.margins, "{} batch {batch}: margins", name);
             }
         }
         // A position's outputs do not depend on the rest of its batch.
-        let one = outputs(&vnni, &positions[5..6]);
-        let all = outputs(&vnni, &positions);
+        let one = fast_outputs(&vnni, &positions[5..6]);
+        let all = fast_outputs(&vnni, &positions);
         assert_eq!(one.1.values[0], all.1.values[5]);
     }
 }
