@@ -18,12 +18,9 @@ pub fn kinds(inference: Option<InferenceKind>, device: &Device) -> Vec<Inference
     if let Some(k) = inference {
         return vec![k.resolve_for(device)];
     }
-    let mut out = vec![InferenceKind::fast(Precision::F32)];
-    for p in [Precision::Bf16, Precision::Int8] {
-        if p.is_native() {
-            out.push(InferenceKind::fast(p));
-        }
-    }
+    // f32 first: every CPU has its units.
+    let mut out: Vec<InferenceKind> =
+        Precision::ALL.into_iter().filter(|p| p.is_native()).map(InferenceKind::fast).collect();
     out.push(InferenceKind::Burn);
     if InferenceKind::WGSL.resolve_for(device) == InferenceKind::WGSL {
         out.push(InferenceKind::WGSL);

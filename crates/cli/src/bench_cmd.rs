@@ -224,8 +224,9 @@ fn bench_nn(args: &NnArgs, compute: &Compute, inference: Option<InferenceKind>) 
     if kinds.len() == 2 {
         print!(" {:>10}", "fast/burn");
     }
-    let low: Vec<String> = [bredon_kernels::Precision::Bf16, bredon_kernels::Precision::Int8]
+    let low: Vec<String> = bredon_kernels::Precision::ALL
         .iter()
+        .filter(|p| **p != bredon_kernels::Precision::F32)
         .map(|p| if p.is_native() { format!("{p} on {}", p.units()) } else { format!("no {p} units") })
         .collect();
     let low = low.join(", ");

@@ -170,13 +170,16 @@ pub fn fast_net(folded: &FoldedNet, choice: PrecisionChoice) -> (FastNet, Option
         PrecisionChoice::Auto => {
             let exact = FastNet::with_precision(folded, isa, Precision::F32);
             let mut why = None;
+            let mut positions = None;
             for p in AUTO_ORDER.into_iter().filter(|p| p.is_native()) {
                 let low = FastNet::with_precision(folded, isa, p);
                 if low.precision() != p {
                     continue; // the network's channels do not fit this precision's kernel
                 }
-                let positions = bredon_netform::positions::random_positions(exact.size(), AUTO_CHECK_POSITIONS, 71);
-                let check = agreement(&exact, &low, &positions);
+                let positions = positions.get_or_insert_with(|| {
+                    bredon_netform::positions::random_positions(exact.size(), AUTO_CHECK_POSITIONS, 71)
+                });
+                let check = agreement(&exact, &low, positions);
                 if check.good_enough() {
                     return (low, None);
                 }

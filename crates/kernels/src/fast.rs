@@ -762,9 +762,14 @@ impl FastNet {
         self
     }
 
+    /// The residual blocks in a lower precision, if they run so.
+    fn trunk(&self) -> Option<&LowTrunk> {
+        self.low.as_ref().map(|l| &l.trunk)
+    }
+
     /// What the residual blocks compute in.
     pub fn precision(&self) -> Precision {
-        match self.low.as_ref().map(|l| &l.trunk) {
+        match self.trunk() {
             None => Precision::F32,
             Some(LowTrunk::Int8(..)) => Precision::Int8,
             Some(LowTrunk::Bf16(..)) => Precision::Bf16,
@@ -774,7 +779,7 @@ impl FastNet {
     /// The units the residual blocks run on: `avx512` (or another [`Isa`]) in f32, `amx`,
     /// `vnni`, or `portable` where the CPU lacks the units for the precision asked.
     pub fn units(&self) -> &'static str {
-        match self.low.as_ref().map(|l| &l.trunk) {
+        match self.trunk() {
             None => self.isa.name(),
             Some(LowTrunk::Int8(Int8Kernel::Vnni512, _)) => "vnni",
             Some(LowTrunk::Bf16(Bf16Kernel::Amx, _)) => "amx",
@@ -831,7 +836,7 @@ impl FastNet {
         let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
         if chunks == 1 {
             let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(LowTrunk::Bf16(..)) = self.low.as_ref().map(|l| &l.trunk) {
+            if let Some(LowTrunk::Bf16(..)) = self.trunk() {
                 // The AMX layers do a position's block in about 3 µs, less than a fork and
                 // join; splitting only the f32 layers measured slower than one thread.
                 return self.forward_chunk(positions, logits, (values, draws, margins), &mut s, false);
@@ -877,7 +882,7 @@ impl FastNet {
         s.x.resize(b * padded * planes, 0.0);
         s.h.resize(b * padded * c, 0.0);
         s.y.resize(b * padded * c, 0.0);
-        if let Some(LowTrunk::Bf16(..)) = self.low.as_ref().map(|l| &l.trunk) {
+        if let Some(LowTrunk::Bf16(..)) = self.trunk() {
             s.hb.resize((b * padded + margin_pixels(n)) * c, 0);
             s.yb.resize((b * padded + margin_pixels(n)) * c, 0);
             s.tiles = row_tiles(b, n);
@@ -960,14 +965,14 @@ impl FastNet {
             &mut s.h,
             split,
         );
-        let bf16 = matches!(self.low.as_ref().map(|l| &l.trunk), Some(LowTrunk::Bf16(..)));
+        let bf16 = matches!(self.trunk(), Some(LowTrunk::Bf16(..)));
         let tiles = &s.tiles[..s.tiles.len().min(b * tiles_per_position(n))];
         if bf16 {
             // The first block's input in bf16; each layer after writes its own.
             to_bf16(&s.h, rows_c, c, &mut s.hb);
         }
         for (i, ((conv1, conv2), gpool)) in self.blocks.iter().zip(&self.gpool).enumerate() {
-            let (first, second) = match self.low.as_ref().map(|l| &l.trunk) {
+            let (first, second) = match self.trunk() {
                 None => (BlockConv::F32(conv1), BlockConv::F32(conv2)),
                 Some(LowTrunk::Int8(k, q)) => (BlockConv::Int8(*k, &q[i].0), BlockConv::Int8(*k, &q[i].1)),
                 Some(LowTrunk::Bf16(k, w)) => (BlockConv::Bf16(*k, &w[i].0), BlockConv::Bf16(*k, &w[i].1)),

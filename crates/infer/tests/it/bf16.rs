@@ -10,18 +10,6 @@ use bredon_kernels::fast::{FastNet, Isa};
 use bredon_nn::load_exported;
 use bredon_rules::Position;
 
-/// Whether this CPU runs the bf16 blocks on AMX; when not, says loudly what is not tested
-/// here.
-fn amx_or_say_so(what: &str) -> bool {
-    let native = Precision::Bf16.is_native();
-    if !native {
-        eprintln!(
-            "NOTE: no AMX tiles on this CPU (or Linux refused them): {what} runs the portable bf16 kernel only (the AMX kernel is NOT tested here)"
-        );
-    }
-    native
-}
-
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
@@ -45,7 +33,7 @@ fn the_amx_kernel_computes_what_the_portable_one_does() {
         let dv = max_diff(&ps.values, &fs.values);
         assert!(ps.values != fs.values && dv < 0.05, "{}: values differ by {dv}", name);
         assert!(pl != fl && max_diff(&pl, &fl) < 0.5, "{}: logits differ by {}", name, max_diff(&pl, &fl));
-        if !amx_or_say_so("the_amx_kernel_computes_what_the_portable_one_does") {
+        if !common::native_or_say_so(Precision::Bf16, "the_amx_kernel_computes_what_the_portable_one_does") {
             continue;
         }
         let amx = FastNet::with_precision(&folded, Isa::Portable, Precision::Bf16);
@@ -89,7 +77,7 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], por
 /// of positions, and a mean policy KL divergence of at most 0.01 (issue 66's bars).
 #[test]
 fn bf16_agrees_with_single_precision_on_the_shipped_networks() {
-    let native = amx_or_say_so("bf16_agrees_with_single_precision_on_the_shipped_networks");
+    let native = common::native_or_say_so(Precision::Bf16, "bf16_agrees_with_single_precision_on_the_shipped_networks");
     // The portable kernel is slow: fewer positions without AMX.
     let count = |n: usize| if native { n } else { n / 10 };
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");

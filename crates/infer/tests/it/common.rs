@@ -148,3 +148,17 @@ pub fn low_precision_nets(
         })
         .collect()
 }
+
+/// Whether this CPU runs `precision`'s blocks on their own units; when not, says loudly
+/// that `what` tests only the portable kernel.
+pub fn native_or_say_so(precision: bredon_kernels::Precision, what: &str) -> bool {
+    let native = precision.is_native();
+    if !native {
+        eprintln!(
+            "NOTE: this CPU lacks the {} (or Linux refused them): {what} runs the portable {precision} kernel only (the {} kernel is NOT tested here)",
+            precision.units(),
+            precision.units()
+        );
+    }
+    native
+}

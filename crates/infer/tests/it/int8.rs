@@ -9,18 +9,6 @@ use bredon_kernels::fast::{FastNet, Isa};
 use bredon_nn::load_exported;
 use bredon_rules::Position;
 
-/// Whether this CPU runs the 8-bit blocks natively; when not, says loudly what is not
-/// tested here.
-fn vnni_or_say_so(what: &str) -> bool {
-    let native = Precision::Int8.is_native();
-    if !native {
-        eprintln!(
-            "NOTE: no AVX-512 VNNI on this CPU: {what} runs the portable 8-bit kernel only (the VNNI kernel is NOT tested here)"
-        );
-    }
-    native
-}
-
 /// The VNNI kernel and the portable one give the same bits, for a network with global
 /// pooling (whose second convolutions read signed inputs, zero at 128) and one without,
 /// at batch sizes that split layers by rows and by columns.
@@ -38,7 +26,7 @@ fn the_vnni_kernel_computes_what_the_portable_one_does() {
         let dv = ps.values.iter().zip(&fs.values).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         assert!(ps.values != fs.values && dv < 0.1, "{}: values differ by {dv}", name);
         assert!(pl.iter().zip(&fl).any(|(a, b)| a != b));
-        if !vnni_or_say_so("the_vnni_kernel_computes_what_the_portable_one_does") {
+        if !common::native_or_say_so(Precision::Int8, "the_vnni_kernel_computes_what_the_portable_one_does") {
             continue;
         }
         let vnni = FastNet::with_precision(&folded, Isa::Portable, Precision::Int8);
@@ -75,7 +63,7 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int
 /// tei` plays those sizes) passes `auto`'s looser check.
 #[test]
 fn int8_agrees_with_single_precision_on_the_shipped_networks() {
-    let native = vnni_or_say_so("int8_agrees_with_single_precision_on_the_shipped_networks");
+    let native = common::native_or_say_so(Precision::Int8, "int8_agrees_with_single_precision_on_the_shipped_networks");
     let isa = Isa::detect();
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
     let mut found = Vec::new();
@@ -123,7 +111,7 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
 fn auto_picks_int8_where_it_is_native_and_agrees() {
     use bredon_infer::PrecisionChoice;
     use bredon_infer::precision::fast_net;
-    let native = vnni_or_say_so("auto_picks_int8_where_it_is_native_and_agrees");
+    let native = common::native_or_say_so(Precision::Int8, "auto_picks_int8_where_it_is_native_and_agrees");
     let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
     let folded = model.fold(meta.size);
