@@ -26,6 +26,8 @@
 
 use bredon_netform::folded::Matrix;
 
+use crate::aligned::Aligned;
+
 /// Pixels (rows) of a tile.
 pub(crate) const TILE_ROWS: usize = 16;
 /// bf16 inputs per tile row (64 bytes).
@@ -101,29 +103,6 @@ fn bf16_value(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
 }
 
-/// A `Vec<u16>` whose data starts on a 64-byte boundary (a tile row, a cache line).
-pub(crate) struct AlignedU16 {
-    buf: Vec<u16>,
-    off: usize,
-    len: usize,
-}
-
-impl AlignedU16 {
-    pub(crate) fn zeroed(len: usize) -> AlignedU16 {
-        let buf = vec![0u16; len + 32];
-        let off = ((64 - buf.as_ptr() as usize % 64) % 64) / 2;
-        AlignedU16 { buf, off, len }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[u16] {
-        &self.buf[self.off..self.off + self.len]
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u16] {
-        &mut self.buf[self.off..self.off + self.len]
-    }
-}
-
 /// A 3x3 convolution's weights in bfloat16, packed for the tiles.
 pub(crate) struct BPacked {
     /// Inputs a tap.
@@ -136,7 +115,7 @@ pub(crate) struct BPacked {
     /// Column pairs of 32 (the last may hold 16 real columns).
     pairs: usize,
     /// `[pair][tap][c / 32][half][16][16][2]`.
-    w: AlignedU16,
+    w: Aligned<u16>,
     /// `pairs * 32`.
     bias: Vec<f32>,
 }
@@ -156,8 +135,8 @@ impl BPacked {
         let taps = k / c;
         let kcs = c.div_ceil(KC);
         let pairs = n.div_ceil(2 * NT);
-        let mut w = AlignedU16::zeroed(pairs * taps * kcs * 2 * B_TILE);
-        let data = w.as_mut_slice();
+        let mut w = Aligned::zeroed(pairs * taps * kcs * 2 * B_TILE);
+        let data = &mut w[..];
         for jp in 0..pairs {
             for t in 0..taps {
                 for kc in 0..kcs {
@@ -351,7 +330,7 @@ fn layer_portable(w: &BPacked, g: &Bf16Layer, out: &mut [f32], out_b: &mut [u16]
                 acc.fill(0.0);
                 for (t, &tap) in g.taps.iter().enumerate() {
                     for kc in 0..kcs {
-                        let b = &w.w.as_slice()[(((jp * w.taps + t) * kcs + kc) * 2 + half) * B_TILE..][..B_TILE];
+                        let b = &w.w[(((jp * w.taps + t) * kcs + kc) * 2 + half) * B_TILE..][..B_TILE];
                         for r in 0..TILE_ROWS {
                             let px = (tile.first as isize + r as isize + tap) as usize;
                             let a = &g.a[px * w.c + kc * KC..][..KC];
@@ -412,7 +391,7 @@ unsafe fn layer_amx(w: &BPacked, g: &Bf16Layer, out: &mut [f32], out_b: &mut [u1
     let kcs = w.kcs;
     let stride = w.c * 2;
     let a = g.a.as_ptr();
-    let wp = w.w.as_slice().as_ptr();
+    let wp = w.w.as_ptr();
     let mut acc = Acc([0.0; 4 * TILE_ROWS * NT]);
     // SAFETY (every block below): the tile loads read 16 rows of 64 bytes at `stride` from
     // pixels inside the input, and the weights' tiles inside the packed weights (the
@@ -559,6 +538,53 @@ mod tests {
                 .flat_map(|i| (0..n * n).map(move |sq| i * side * side + (sq / n + 1) * side + sq % n + 1))
                 .collect();
             assert_eq!(seen, squares, "{n}x{n}");
+        }
+    }
+}
+/// A measurement run by hand, not a check: one 6x6 layer of 32 positions from a
+/// cache-line aligned input and from one 48 bytes off, alternating 400 rounds of 20 calls
+/// so both see the same neighbours, medians and minima in µs a position:
+/// `cargo test --release -p bredon-kernels --lib amx_layer_timing -- --ignored --nocapture`.
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    #[test]
+    #[ignore = "a benchmark: prints timings, run by hand on an AMX machine"]
+    fn amx_layer_timing() {
+        if !Bf16Kernel::amx_available() {
+            eprintln!("NOTE: no AMX here, nothing timed");
+            return;
+        }
+        let (n, c, b) = (6usize, 64usize, 32usize);
+        let side = n + 2;
+        let k = 9 * c;
+        let weights = (0..k * c).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1e-3).collect();
+        let w = BPacked::new(&Matrix { k, n: c, w: weights, bias: vec![0.1; c] }, c);
+        let len = (b * side * side + margin_pixels(n)) * c;
+        let mut aligned = Aligned::<u16>::zeroed(len + 32);
+        for (i, v) in aligned.iter_mut().enumerate() {
+            *v = bf16_bits((i * 31 % 97) as f32 * 0.01);
+        }
+        let (mut out, mut out_b) = (Aligned::<f32>::zeroed(len), Aligned::<u16>::zeroed(len));
+        let tiles = row_tiles(b, n);
+        let taps: Vec<isize> = (0..9).map(|t| (t / 3 - 1) * side as isize + (t % 3 - 1)).collect();
+        let mut times: [Vec<f64>; 2] = [vec![], vec![]];
+        for round in 0..400 {
+            for (v, a) in [&aligned[24..24 + len], &aligned[..len]].into_iter().enumerate() {
+                let g = Bf16Layer { a, tiles: &tiles, taps: &taps, residual: true, relu: true };
+                let t = std::time::Instant::now();
+                for _ in 0..20 {
+                    gemm_bf16(Bf16Kernel::Amx, &w, &g, &mut out, &mut out_b);
+                }
+                if round > 0 {
+                    times[v].push(t.elapsed().as_secs_f64() / 20.0 / b as f64 * 1e6);
+                }
+            }
+        }
+        for (name, t) in ["48 bytes off", "aligned"].iter().zip(&mut times) {
+            t.sort_by(f64::total_cmp);
+            eprintln!("{name}: median {:.3}, least {:.3} µs a position", t[t.len() / 2], t[0]);
         }
     }
 }

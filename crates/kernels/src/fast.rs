@@ -41,6 +41,7 @@ use bredon_netform::encoding::{encode, input_len, planes};
 use bredon_netform::folded::{FoldedLinear, FoldedNet, Matrix};
 use bredon_netform::policy::policy_size;
 
+use crate::aligned::Aligned;
 use crate::amx::{
     BPacked, Bf16Kernel, Bf16Layer, RowTile, gemm_bf16, margin_pixels, row_tiles, tiles_per_position, to_bf16,
 };
@@ -133,29 +134,6 @@ impl Isa {
     }
 }
 
-/// A `Vec<f32>` whose data starts on a 64-byte boundary.
-struct AlignedVec {
-    buf: Vec<f32>,
-    off: usize,
-    len: usize,
-}
-
-impl AlignedVec {
-    fn zeroed(len: usize) -> AlignedVec {
-        let buf = vec![0.0f32; len + 16];
-        let off = ((64 - buf.as_ptr() as usize % 64) % 64) / 4;
-        AlignedVec { buf, off, len }
-    }
-
-    fn as_slice(&self) -> &[f32] {
-        &self.buf[self.off..self.off + self.len]
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [f32] {
-        &mut self.buf[self.off..self.off + self.len]
-    }
-}
-
 /// A layer's weights as a `k x n` matrix packed in column panels of `nr` columns
 /// (`panel p` = rows `0..k` of columns `p*nr..(p+1)*nr`, zero beyond `n`).
 struct Packed {
@@ -165,7 +143,7 @@ struct Packed {
     mr: usize,
     nr: usize,
     panels: usize,
-    w: AlignedVec,
+    w: Aligned<f32>,
     bias: Vec<f32>,
 }
 
@@ -176,8 +154,8 @@ impl Packed {
         let (nv, mr) = isa.tile_shape(n);
         let nr = nv * isa.lanes();
         let panels = n.div_ceil(nr);
-        let mut w = AlignedVec::zeroed(panels * k * nr);
-        let data = w.as_mut_slice();
+        let mut w = Aligned::zeroed(panels * k * nr);
+        let data = &mut w[..];
         for p in 0..panels {
             for kk in 0..k {
                 for jj in 0..nr {
@@ -223,7 +201,7 @@ fn gemm(isa: Isa, w: &Packed, g: &Gemm, out: &mut [f32], split: bool) {
         // SAFETY: the panel lies inside the packed weights (`panels * k * nr` floats); the
         // row pointers plus every tap offset plus `seg` stay inside `a` (checked by
         // `check_bounds`); the tile holds `mr * nr`.
-        let b = unsafe { w.w.as_slice().as_ptr().add(p * w.k * w.nr) };
+        let b = unsafe { w.w.as_ptr().add(p * w.k * w.nr) };
         let operands = TileOperands { mr, nv: w.nv, a: ap.as_ptr(), b, out: tile.as_mut_ptr() };
         unsafe { kernel(isa, operands, g.taps, g.seg) };
     };
@@ -406,25 +384,25 @@ struct Scratch {
     /// One position's planes, channel-major (as [`encode`] writes them).
     planes: Vec<f32>,
     /// Input, `[position][padded pixel][planes]`.
-    x: Vec<f32>,
+    x: Aligned<f32>,
     /// Trunk activations, `[position][padded pixel][channels]`.
-    h: Vec<f32>,
+    h: Aligned<f32>,
     /// The inner activation of a residual block.
-    y: Vec<f32>,
+    y: Aligned<f32>,
     /// The 8-bit inputs of a block's first and second convolutions.
     hq: QInput,
     yq: QInput,
     /// The bf16 inputs of a block's first and second convolutions (`h` and `y` in bf16,
     /// [`margin_pixels`] more pixels at the end), and the AMX row tiles of the positions.
-    hb: Vec<u16>,
-    yb: Vec<u16>,
+    hb: Aligned<u16>,
+    yb: Aligned<u16>,
     tiles: Vec<RowTile>,
     /// Every position's pooled biases (`[position][channels]`) and what each tap of the
     /// second convolution makes of them (`[position][9 channels]`), 8-bit blocks only.
     gbias: Vec<f32>,
     gtaps: Vec<f32>,
     /// Head features, `[position][square][policy filters + 2]`.
-    head: Vec<f32>,
+    head: Aligned<f32>,
     /// Policy features, `[position][square][policy filters]`.
     pol: Vec<f32>,
     /// Value features, `[position][square][2]`.
@@ -432,7 +410,7 @@ struct Scratch {
     /// Value hidden layer, `[position][hidden]`.
     hid: Vec<f32>,
     /// Convolutional policy head's logits, `[position][square][3 + 4P]`.
-    plog: Vec<f32>,
+    plog: Aligned<f32>,
     /// Row offsets (floats) of each (position, square) in `x`.
     rows_x: Vec<usize>,
     /// ... in `h` and `y`.
@@ -444,14 +422,16 @@ struct Scratch {
     rows_val: Vec<usize>,
     rows_logits: Vec<usize>,
     rows_hid: Vec<usize>,
-    /// Row offsets of each (position, square) in `pol` and in `plog`.
+    /// Row offsets of each (position, square)'s policy features in `head` and of its
+    /// logits in `plog`.
     rows_pix_pol: Vec<usize>,
     rows_pix_log: Vec<usize>,
     /// Global pooling: one position's pooled features (`3 g`) and the biases they give.
     gpool_in: Vec<f32>,
     gpool_bias: Vec<f32>,
     /// Pooling value head: the pooled value features, `[position][3 value filters]`, the
-    /// row offsets of each (position, square) in `val`, and of each position in `vpool`.
+    /// row offsets of each (position, square)'s value features in `head`, and of each
+    /// position in `vpool`.
     vpool: Vec<f32>,
     rows_pix_val: Vec<usize>,
     rows_vpool: Vec<usize>,
@@ -879,21 +859,21 @@ impl FastNet {
         let hidden = self.value_fc1.n;
         let planes = self.planes;
         s.planes.resize(input_len(self.config.input_version, n), 0.0);
-        s.x.resize(b * padded * planes, 0.0);
-        s.h.resize(b * padded * c, 0.0);
-        s.y.resize(b * padded * c, 0.0);
+        s.x.resize(b * padded * planes);
+        s.h.resize(b * padded * c);
+        s.y.resize(b * padded * c);
         if let Some(LowTrunk::Bf16(..)) = self.trunk() {
-            s.hb.resize((b * padded + margin_pixels(n)) * c, 0);
-            s.yb.resize((b * padded + margin_pixels(n)) * c, 0);
+            s.hb.resize((b * padded + margin_pixels(n)) * c);
+            s.yb.resize((b * padded + margin_pixels(n)) * c);
             s.tiles = row_tiles(b, n);
         }
-        s.head.resize(b * area * heads, 0.0);
+        s.head.resize(b * area * heads);
         s.pol.resize(b * area * pf, 0.0);
         s.val.resize(b * area * vf, 0.0);
         s.hid.resize(b * hidden, 0.0);
         let per_square = self.policy_size / area;
         if let PolicyOut::Conv(_) = self.policy {
-            s.plog.resize(b * area * per_square, 0.0);
+            s.plog.resize(b * area * per_square);
         }
         let pix = |m: usize| {
             let (i, sq) = (m / area, m % area);
@@ -906,14 +886,14 @@ impl FastNet {
         s.rows_val = (0..b).map(|i| i * area * vf).collect();
         s.rows_logits = (0..b).map(|i| i * self.policy_size).collect();
         s.rows_hid = (0..b).map(|i| i * hidden).collect();
-        s.rows_pix_pol = (0..b * area).map(|m| m * pf).collect();
+        s.rows_pix_pol = (0..b * area).map(|m| m * heads).collect();
         s.rows_pix_log = (0..b * area).map(|m| m * per_square).collect();
         let g = self.gpool.iter().flatten().map(|l| l.din).max().unwrap_or(0);
         s.gpool_in.resize(g, 0.0);
         s.gpool_bias.resize(c, 0.0);
         if self.value_pool {
             s.vpool.resize(b * 3 * vf, 0.0);
-            s.rows_pix_val = (0..b * area).map(|m| m * vf).collect();
+            s.rows_pix_val = (0..b * area).map(|m| m * heads + pf).collect();
             s.rows_vpool = (0..b).map(|i| i * 3 * vf).collect();
         }
         s.capacity = b;
@@ -1045,10 +1025,15 @@ impl FastNet {
         let heads = self.head.n;
         let pf = self.config.policy_filters;
         let vf = heads - pf;
-        for r in 0..m {
-            let h = &s.head[r * heads..(r + 1) * heads];
-            s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
-            s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
+        // The convolutional policy head and the pooling value head read their features
+        // in place; the dense heads of older networks need each position's contiguous.
+        let dense_policy = matches!(self.policy, PolicyOut::Dense(_));
+        if dense_policy || !self.value_pool {
+            for r in 0..m {
+                let h = &s.head[r * heads..(r + 1) * heads];
+                s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
+                s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
+            }
         }
         match &self.policy {
             PolicyOut::Dense(fc) => gemm(
@@ -1071,7 +1056,7 @@ impl FastNet {
                     isa,
                     out,
                     &Gemm {
-                        a: &s.pol,
+                        a: &s.head,
                         a_rows: &s.rows_pix_pol[..m],
                         taps: &[0],
                         seg: pf,
@@ -1099,7 +1084,7 @@ impl FastNet {
         }
         let value_in = if self.value_pool {
             for (i, rows) in s.rows_pix_val[..m].chunks(area).enumerate() {
-                pool_rows(&s.val, rows, vf, self.pool_scale, &mut s.vpool[i * 3 * vf..(i + 1) * 3 * vf]);
+                pool_rows(&s.head, rows, vf, self.pool_scale, &mut s.vpool[i * 3 * vf..(i + 1) * 3 * vf]);
             }
             Gemm {
                 a: &s.vpool,

@@ -21,6 +21,7 @@
 //! same top move in 98 % of positions, policy KL 0.01), and the WGSL kernels with it
 //! within 1e-3.
 
+mod aligned;
 mod amx;
 pub mod arithmetic;
 pub mod fast;
