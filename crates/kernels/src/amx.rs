@@ -207,37 +207,49 @@ pub(crate) fn margin_pixels(n: usize) -> usize {
 }
 
 /// Writes the bf16 of the `c` values at each of `rows` (offsets) of `src` to `dst` at the
-/// same offsets ([`bf16_bits`] of each).
-pub(crate) fn to_bf16(src: &[f32], rows: &[usize], c: usize, dst: &mut [u16]) {
+/// same offsets ([`bf16_bits`] of each), with `bias` added first where given: `(biases,
+/// area)`, the `c` biases of position `i` (`biases[i c..]`) added to its `area` rows
+/// (rows `i area..(i + 1) area`).
+pub(crate) fn to_bf16_plus(src: &[f32], rows: &[usize], bias: Option<(&[f32], usize)>, c: usize, dst: &mut [u16]) {
+    for &r in rows {
+        assert!(r + c <= src.len().min(dst.len()), "bf16 rows out of range");
+    }
+    if let Some((b, area)) = bias {
+        assert!(area > 0 && rows.len().div_ceil(area) * c <= b.len(), "a bias for every position");
+    }
     #[cfg(target_arch = "x86_64")]
     if c.is_multiple_of(NT) && Bf16Kernel::amx_available() {
-        for &r in rows {
-            assert!(r + c <= src.len().min(dst.len()), "bf16 rows out of range");
-        }
-        // SAFETY: every row in range (checked above); AVX-512 BF16 comes with AMX here.
-        return unsafe { to_bf16_avx512(src, rows, c, dst) };
+        // SAFETY: every row and bias in range (checked above); AVX-512 BF16 comes with
+        // AMX here.
+        return unsafe { to_bf16_avx512(src, rows, bias, c, dst) };
     }
-    for &r in rows {
-        for (d, &v) in dst[r..r + c].iter_mut().zip(&src[r..r + c]) {
-            *d = bf16_bits(v);
+    for (i, &r) in rows.iter().enumerate() {
+        let bias = bias.map(|(b, area)| &b[i / area * c..(i / area + 1) * c]);
+        for (k, (d, &v)) in dst[r..r + c].iter_mut().zip(&src[r..r + c]).enumerate() {
+            *d = bf16_bits(v + bias.map_or(0.0, |b| b[k]));
         }
     }
 }
 
-/// [`to_bf16`] in AVX-512 BF16 (`vcvtneps2bf16`: the same rounding, denormals read as
-/// zero), 16 values at a time.
+/// [`to_bf16_plus`] in AVX-512 BF16 (`vcvtneps2bf16`: the same rounding, denormals read
+/// as zero), 16 values at a time.
 ///
 /// # Safety
-/// The CPU has AVX-512 BF16; `c` is a multiple of 16 and every `r + c` is within `src`
-/// and `dst`.
+/// The CPU has AVX-512 BF16; `c` is a multiple of 16, every `r + c` is within `src` and
+/// `dst`, and the biases hold `c` for every position of `rows`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn to_bf16_avx512(src: &[f32], rows: &[usize], c: usize, dst: &mut [u16]) {
+unsafe fn to_bf16_avx512(src: &[f32], rows: &[usize], bias: Option<(&[f32], usize)>, c: usize, dst: &mut [u16]) {
     use std::arch::x86_64::*;
+    let zeros = [0.0f32; NT];
     unsafe {
-        for &r in rows {
+        for (i, &r) in rows.iter().enumerate() {
             for k in (0..c).step_by(NT) {
-                let v = _mm512_loadu_ps(src.as_ptr().add(r + k));
+                let add = match bias {
+                    Some((b, area)) => b.as_ptr().add(i / area * c + k),
+                    None => zeros.as_ptr(),
+                };
+                let v = _mm512_add_ps(_mm512_loadu_ps(src.as_ptr().add(r + k)), _mm512_loadu_ps(add));
                 let b: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
                 _mm256_storeu_si256(dst.as_mut_ptr().add(r + k) as *mut __m256i, b);
             }

@@ -38,12 +38,12 @@ use std::sync::Mutex;
 use bredon_netform::config::{NetConfig, pool_size_scale};
 use bredon_netform::denormals::FlushDenormals;
 use bredon_netform::encoding::{encode, input_len, planes};
-use bredon_netform::folded::{FoldedLinear, FoldedNet, Matrix};
+use bredon_netform::folded::{FoldedNet, Matrix};
 use bredon_netform::policy::policy_size;
 
 use crate::aligned::Aligned;
 use crate::amx::{
-    BPacked, Bf16Kernel, Bf16Layer, RowTile, gemm_bf16, margin_pixels, row_tiles, tiles_per_position, to_bf16,
+    BPacked, Bf16Kernel, Bf16Layer, RowTile, gemm_bf16, margin_pixels, row_tiles, tiles_per_position, to_bf16_plus,
 };
 use crate::int8::{Int8Kernel, QGemm, QInput, QPacked, gemm_i8, quantize};
 use crate::precision::Precision;
@@ -397,8 +397,8 @@ struct Scratch {
     hb: Aligned<u16>,
     yb: Aligned<u16>,
     tiles: Vec<RowTile>,
-    /// Every position's pooled biases (`[position][channels]`) and what each tap of the
-    /// second convolution makes of them (`[position][9 channels]`), 8-bit blocks only.
+    /// Every position's pooled biases (`[position][channels]`), and what each tap of the
+    /// second convolution makes of them (`[position][9 channels]`, 8-bit blocks only).
     gbias: Vec<f32>,
     gtaps: Vec<f32>,
     /// Head features, `[position][square][policy filters + 2]`.
@@ -426,9 +426,11 @@ struct Scratch {
     /// logits in `plog`.
     rows_pix_pol: Vec<usize>,
     rows_pix_log: Vec<usize>,
-    /// Global pooling: one position's pooled features (`3 g`) and the biases they give.
+    /// Global pooling: every position's pooled features (`[position][3 g]`), and the row
+    /// offsets of each position in them and in `gbias`.
     gpool_in: Vec<f32>,
-    gpool_bias: Vec<f32>,
+    rows_gpool_in: Vec<usize>,
+    rows_gbias: Vec<usize>,
     /// Pooling value head: the pooled value features, `[position][3 value filters]`, the
     /// row offsets of each (position, square)'s value features in `head`, and of each
     /// position in `vpool`.
@@ -454,16 +456,6 @@ fn pool_rows(a: &[f32], rows: &[usize], g: usize, scale: f32, out: &mut [f32]) {
     for (m, sc) in mean.iter_mut().zip(scaled.iter_mut()) {
         *m *= inv;
         *sc = *m * scale;
-    }
-}
-
-/// `out = x W + b` of a small dense layer (`W` `[in][out]`, as [`FoldedLinear`]).
-fn dense(l: &FoldedLinear, x: &[f32], out: &mut [f32]) {
-    out[..l.dout].copy_from_slice(&l.bias);
-    for (k, &v) in x[..l.din].iter().enumerate() {
-        for (o, &w) in out.iter_mut().zip(&l.weight[k * l.dout..(k + 1) * l.dout]) {
-            *o += v * w;
-        }
     }
 }
 
@@ -607,8 +599,9 @@ pub struct FastNet {
     blocks: Vec<(Packed, Packed)>,
     /// The residual blocks in bf16 or 8-bit integers, when they run so.
     low: Option<LowBlocks>,
-    /// Per block, its global pooling layer (`3 g` features to `channels` biases).
-    gpool: Vec<Option<FoldedLinear>>,
+    /// Per block, its global pooling layer (`3 g` features to `channels` biases), run
+    /// for a chunk's positions at once.
+    gpool: Vec<Option<Packed>>,
     /// The board-size feature's scale of global pooling ([`pool_size_scale`]).
     pool_scale: f32,
     /// The value head pools the value features (instead of flattening them).
@@ -710,7 +703,16 @@ impl FastNet {
                 Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
                 None => PolicyOut::Conv(Packed::new(isa, &net.policy_matrix())),
             },
-            gpool: net.gpool.clone(),
+            gpool: net
+                .gpool
+                .iter()
+                .map(|g| {
+                    g.as_ref().map(|l| {
+                        let m = Matrix { k: l.din, n: l.dout, w: l.weight.clone(), bias: l.bias.clone() };
+                        Packed::new(isa, &m)
+                    })
+                })
+                .collect(),
             pool_scale: pool_size_scale(n),
             value_pool: net.value_pool(),
             value_fc1: Packed::new(isa, &net.value_fc1_matrix()),
@@ -888,9 +890,11 @@ impl FastNet {
         s.rows_hid = (0..b).map(|i| i * hidden).collect();
         s.rows_pix_pol = (0..b * area).map(|m| m * heads).collect();
         s.rows_pix_log = (0..b * area).map(|m| m * per_square).collect();
-        let g = self.gpool.iter().flatten().map(|l| l.din).max().unwrap_or(0);
-        s.gpool_in.resize(g, 0.0);
-        s.gpool_bias.resize(c, 0.0);
+        let g = self.gpool.iter().flatten().map(|l| l.k).max().unwrap_or(0);
+        s.gpool_in.resize(b * g, 0.0);
+        s.rows_gpool_in = (0..b).map(|i| i * g).collect();
+        s.gbias.resize(b * c, 0.0);
+        s.rows_gbias = (0..b).map(|i| i * c).collect();
         if self.value_pool {
             s.vpool.resize(b * 3 * vf, 0.0);
             s.rows_pix_val = (0..b * area).map(|m| m * heads + pf).collect();
@@ -949,7 +953,7 @@ impl FastNet {
         let tiles = &s.tiles[..s.tiles.len().min(b * tiles_per_position(n))];
         if bf16 {
             // The first block's input in bf16; each layer after writes its own.
-            to_bf16(&s.h, rows_c, c, &mut s.hb);
+            to_bf16_plus(&s.h, rows_c, None, c, &mut s.hb);
         }
         for (i, ((conv1, conv2), gpool)) in self.blocks.iter().zip(&self.gpool).enumerate() {
             let (first, second) = match self.trunk() {
@@ -961,34 +965,35 @@ impl FastNet {
             let low = LowBuffers { q: &mut s.hq, b_in: &s.hb, b_out: &mut s.yb, tiles };
             conv3_layer(isa, first, &s.h, low, &block, false, &mut s.y);
             if let Some(fc) = gpool {
-                // Per position: pool the first g channels, one bias per channel from the
-                // dense layer, added on the board's squares (not the zero padding); in
-                // 8 bits, added through the second convolution to its output instead; in
-                // bf16, to the f32 input, converted again.
-                let g = fc.din / 3;
-                let conv2_taps = self.low.as_ref().and_then(|q| q.conv2[i].as_ref());
-                s.gbias.resize(b * c, 0.0);
+                // Per position: pool the first g channels; the dense layer gives every
+                // position one bias per channel at once. They join the board's squares
+                // (not the zero padding): in f32 added to the input of the second
+                // convolution; in bf16 added as it is converted; in 8 bits through the
+                // second convolution to its output instead.
+                let g = fc.k / 3;
+                let gin = fc.k;
                 for (pi, rows) in rows_c.chunks(area).enumerate() {
-                    pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in);
-                    dense(fc, &s.gpool_in, &mut s.gpool_bias);
-                    match conv2_taps {
-                        Some(_) => s.gbias[pi * c..(pi + 1) * c].copy_from_slice(&s.gpool_bias),
-                        None => {
-                            for &r in rows {
-                                s.y[r..r + c].iter_mut().zip(&s.gpool_bias).for_each(|(y, b)| *y += b);
-                            }
-                        }
-                    }
+                    pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in[pi * gin..(pi + 1) * gin]);
                 }
+                let dense = Gemm {
+                    a: &s.gpool_in,
+                    a_rows: &s.rows_gpool_in[..b],
+                    taps: &[0],
+                    seg: gin,
+                    out_rows: &s.rows_gbias[..b],
+                    residual: false,
+                    relu: false,
+                };
+                gemm(isa, fc, &dense, &mut s.gbias, false);
+                let conv2_taps = self.low.as_ref().and_then(|q| q.conv2[i].as_ref());
                 if let Some(w) = conv2_taps {
                     // Every position's biases through each tap at once; the residual
                     // epilogue adds `h`, so their share on the board joins it.
                     s.gtaps.resize(b * w.n, 0.0);
-                    let pos_rows: Vec<usize> = (0..b).map(|p| p * c).collect();
                     let out_rows: Vec<usize> = (0..b).map(|p| p * w.n).collect();
                     let taps = Gemm {
                         a: &s.gbias,
-                        a_rows: &pos_rows,
+                        a_rows: &s.rows_gbias[..b],
                         taps: &[0],
                         seg: c,
                         out_rows: &out_rows,
@@ -999,9 +1004,14 @@ impl FastNet {
                     for (pi, rows) in rows_c.chunks(area).enumerate() {
                         add_board_taps(&s.gtaps[pi * w.n..(pi + 1) * w.n], n, rows, &mut s.h);
                     }
-                }
-                if bf16 {
-                    to_bf16(&s.y, rows_c, c, &mut s.yb);
+                } else if bf16 {
+                    to_bf16_plus(&s.y, rows_c, Some((&s.gbias, area)), c, &mut s.yb);
+                } else {
+                    for (rows, bias) in rows_c.chunks(area).zip(s.gbias.chunks(c)) {
+                        for &r in rows {
+                            s.y[r..r + c].iter_mut().zip(bias).for_each(|(y, b)| *y += b);
+                        }
+                    }
                 }
             }
             let low = LowBuffers { q: &mut s.yq, b_in: &s.yb, b_out: &mut s.hb, tiles };
