@@ -109,6 +109,28 @@ impl Engine {
             let out = w.evaluate(positions, legal).expect("running the wgsl forward pass");
             return priors_to_evaluations(out.policy, out.values, out.draws, out.margins);
         }
+        if let Engine::Fast(f) = self {
+            // The logits of the legal moves only (the convolutional policy head then
+            // skips the other outputs).
+            let mut logits = Vec::new();
+            let mut s = Scalars::default();
+            f.forward_moves_into(positions, legal, &mut logits, &mut s);
+            let mut rest = &logits[..];
+            let priors = legal
+                .iter()
+                .map(|moves| {
+                    let (mine, tail) = rest.split_at(moves.len());
+                    rest = tail;
+                    bredon_netform::policy::softmax(mine.to_vec())
+                })
+                .collect();
+            return priors_to_evaluations(
+                priors,
+                s.values,
+                f.has_wdl().then_some(s.draws),
+                f.has_margin().then_some(s.margins),
+            );
+        }
         let out = self.forward_wdl(positions);
         let mut evals = to_evaluations(&out.logits, &out.values, legal, self.size());
         with_scalars(&mut evals, out.draws, out.margins);

@@ -31,7 +31,7 @@
 //!
 //! The results agree with burn's forward pass to float rounding (see the tests).
 
-use bredon_rules::Position;
+use bredon_rules::{Move, Position};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -39,7 +39,7 @@ use bredon_netform::config::{NetConfig, pool_size_scale};
 use bredon_netform::denormals::FlushDenormals;
 use bredon_netform::encoding::{encode, input_len, planes};
 use bredon_netform::folded::{FoldedNet, Matrix};
-use bredon_netform::policy::policy_size;
+use bredon_netform::policy::{move_to_index, policy_size};
 
 use crate::aligned::Aligned;
 use crate::amx::{
@@ -409,6 +409,9 @@ struct Scratch {
     val: Vec<f32>,
     /// Value hidden layer, `[position][hidden]`.
     hid: Vec<f32>,
+    /// Every policy output of each position, where a pass of a dense policy head is asked
+    /// for some moves' logits only.
+    all: Vec<f32>,
     /// Convolutional policy head's logits, `[position][square][3 + 4P]`.
     plog: Aligned<f32>,
     /// Row offsets (floats) of each (position, square) in `x`.
@@ -457,6 +460,20 @@ fn pool_rows(a: &[f32], rows: &[usize], g: usize, scale: f32, out: &mut [f32]) {
         *m *= inv;
         *sc = *m * scale;
     }
+}
+
+/// `a · b` over equal lengths, in eight running sums (which the compiler keeps in
+/// vector registers).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ac.zip(bc) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// The policy head's last layer in fast form.
@@ -609,6 +626,11 @@ pub struct FastNet {
     /// Policy and value 1x1 convolutions as one layer (policy filters first).
     head: Packed,
     policy: PolicyOut,
+    /// The convolutional policy head's weights a column at a time (`[per-square
+    /// output][policy filters]`) and its biases, for the logits of single moves (empty
+    /// with the dense head).
+    policy_columns: Vec<f32>,
+    policy_bias: Vec<f32>,
     value_fc1: Packed,
     /// The value head's last layer, `[hidden][outputs]` (1 output: tanh; 3: WDL logits).
     value_fc2: Vec<f32>,
@@ -681,6 +703,7 @@ impl FastNet {
         });
         let n = net.size();
         let head = Packed::new(isa, &net.head_matrix());
+        let policy = net.policy_matrix();
         let side = (n + 2) as isize;
         let mut taps3 = [0isize; 9];
         for (t, tap) in taps3.iter_mut().enumerate() {
@@ -700,8 +723,19 @@ impl FastNet {
             low,
             head,
             policy: match net.policy_fc {
-                Some(_) => PolicyOut::Dense(Packed::new(isa, &net.policy_matrix())),
-                None => PolicyOut::Conv(Packed::new(isa, &net.policy_matrix())),
+                Some(_) => PolicyOut::Dense(Packed::new(isa, &policy)),
+                None => PolicyOut::Conv(Packed::new(isa, &policy)),
+            },
+            policy_columns: match net.policy_fc {
+                Some(_) => Vec::new(),
+                None => (0..policy.n)
+                    .flat_map(|j| (0..policy.k).map(move |r| (r, j)))
+                    .map(|(r, j)| policy.w[r * policy.n + j])
+                    .collect(),
+            },
+            policy_bias: match net.policy_fc {
+                Some(_) => Vec::new(),
+                None => policy.bias.clone(),
             },
             gpool: net
                 .gpool
@@ -805,13 +839,33 @@ impl FastNet {
     /// (0 without the win/draw/loss head, see [`FastNet::has_wdl`]) and final flat margin
     /// in flats (0 without the margin head, see [`FastNet::has_margin`]).
     pub fn forward_scalars_into(&self, positions: &[&Position], logits: &mut Vec<f32>, scalars: &mut Scalars) {
+        logits.resize(positions.len() * self.policy_size, 0.0);
+        self.run(positions, Logits::All(logits), scalars);
+    }
+
+    /// What a search asks: [`FastNet::forward_scalars_into`] with, for each position, the
+    /// logits of its `moves` only, one after another in `logits` (position 0's moves
+    /// first, in their order; `sum of moves[i].len()` values). With the convolutional
+    /// policy head each is one dot product of its square's features, so the pass skips
+    /// the other `policy_size(N)` outputs (9,180 a position on 6x6).
+    pub fn forward_moves_into(
+        &self,
+        positions: &[&Position],
+        moves: &[&[Move]],
+        logits: &mut Vec<f32>,
+        scalars: &mut Scalars,
+    ) {
+        assert_eq!(moves.len(), positions.len(), "one list of moves a position");
+        logits.resize(moves.iter().map(|m| m.len()).sum(), 0.0);
+        self.run(positions, Logits::Moves(moves, logits), scalars);
+    }
+
+    fn run(&self, positions: &[&Position], logits: Logits, scalars: &mut Scalars) {
         let Scalars { values, draws, margins } = scalars;
         let b = positions.len();
-        let p = self.policy_size;
         for pos in positions {
             assert_eq!(pos.size(), self.size(), "a {0}x{0} position for a {1}x{1} network", pos.size(), self.size());
         }
-        logits.resize(b * p, 0.0);
         values.resize(b, 0.0);
         draws.resize(b, 0.0);
         margins.resize(b, 0.0);
@@ -835,9 +889,10 @@ impl FastNet {
             return;
         }
         let per = b.div_ceil(chunks);
+        let parts = logits.split(per, self.policy_size);
         positions
             .par_chunks(per)
-            .zip(logits.par_chunks_mut(per * p))
+            .zip(parts)
             .zip(values.par_chunks_mut(per))
             .zip(draws.par_chunks_mut(per))
             .zip(margins.par_chunks_mut(per))
@@ -846,6 +901,33 @@ impl FastNet {
                 let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
                 self.forward_chunk(ps, l, (v, d, m), &mut s, false);
             });
+    }
+
+    /// The convolutional policy head's logits of `moves` (per position) into `out`, one
+    /// after another: each a dot product of its square's policy features (the first
+    /// `policy_filters` of its row of `head`, `heads` a row) with the move's column.
+    fn move_logits(&self, head: &[f32], heads: usize, moves: &[&[Move]], out: &mut [f32]) {
+        let n = self.size();
+        let area = n * n;
+        let pf = self.config.policy_filters;
+        let per_square = self.policy_bias.len();
+        let mut o = 0;
+        for (i, ms) in moves.iter().enumerate() {
+            for &mv in ms.iter() {
+                let idx = move_to_index(mv, n);
+                // Placements are kind-major, spreads square-major (`crate::policy`).
+                let (sq, col) = if idx < 3 * area {
+                    (idx % area, idx / area)
+                } else {
+                    let j = idx - 3 * area;
+                    (j / (per_square - 3), 3 + j % (per_square - 3))
+                };
+                let row = (i * area + sq) * heads;
+                out[o] =
+                    self.policy_bias[col] + dot(&head[row..row + pf], &self.policy_columns[col * pf..(col + 1) * pf]);
+                o += 1;
+            }
+        }
     }
 
     fn reserve(&self, s: &mut Scratch, b: usize) {
@@ -906,7 +988,7 @@ impl FastNet {
     fn forward_chunk(
         &self,
         positions: &[&Position],
-        logits: &mut [f32],
+        logits: Logits,
         (values, draws, margins): (&mut [f32], &mut [f32], &mut [f32]),
         s: &mut Scratch,
         split: bool,
@@ -1045,49 +1127,73 @@ impl FastNet {
                 s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
             }
         }
-        match &self.policy {
-            PolicyOut::Dense(fc) => gemm(
-                isa,
-                fc,
-                &Gemm {
-                    a: &s.pol,
-                    a_rows: &s.rows_pol[..b],
-                    taps: &[0],
-                    seg: area * pf,
-                    out_rows: &s.rows_logits[..b],
-                    residual: false,
-                    relu: false,
-                },
-                logits,
-                split,
-            ),
-            PolicyOut::Conv(out) => {
-                gemm(
+        let p = self.policy_size;
+        let (all, gather) = match logits {
+            Logits::Moves(moves, out) if !self.policy_columns.is_empty() => {
+                // The convolutional head, for the moves asked only.
+                self.move_logits(&s.head, heads, moves, out);
+                (None, None)
+            }
+            Logits::Moves(moves, out) => {
+                s.all.resize(b * p, 0.0);
+                (Some(&mut s.all[..b * p]), Some((moves, out)))
+            }
+            Logits::All(l) => (Some(l), None),
+        };
+        if let Some(logits) = all {
+            match &self.policy {
+                PolicyOut::Dense(fc) => gemm(
                     isa,
-                    out,
+                    fc,
                     &Gemm {
-                        a: &s.head,
-                        a_rows: &s.rows_pix_pol[..m],
+                        a: &s.pol,
+                        a_rows: &s.rows_pol[..b],
                         taps: &[0],
-                        seg: pf,
-                        out_rows: &s.rows_pix_log[..m],
+                        seg: area * pf,
+                        out_rows: &s.rows_logits[..b],
                         residual: false,
                         relu: false,
                     },
-                    &mut s.plog,
+                    logits,
                     split,
-                );
-                // To the order of `crate::policy`: placements kind-major, spreads
-                // square-major (already their order within a square).
-                let k = out.n;
-                for (i, l) in logits.chunks_mut(self.policy_size).take(b).enumerate() {
-                    let (place, spread) = l.split_at_mut(3 * area);
-                    for sq in 0..area {
-                        let row = &s.plog[(i * area + sq) * k..(i * area + sq + 1) * k];
-                        for kind in 0..3 {
-                            place[kind * area + sq] = row[kind];
+                ),
+                PolicyOut::Conv(out) => {
+                    gemm(
+                        isa,
+                        out,
+                        &Gemm {
+                            a: &s.head,
+                            a_rows: &s.rows_pix_pol[..m],
+                            taps: &[0],
+                            seg: pf,
+                            out_rows: &s.rows_pix_log[..m],
+                            residual: false,
+                            relu: false,
+                        },
+                        &mut s.plog,
+                        split,
+                    );
+                    // To the order of `crate::policy`: placements kind-major, spreads
+                    // square-major (already their order within a square).
+                    let k = out.n;
+                    for (i, l) in logits.chunks_mut(p).take(b).enumerate() {
+                        let (place, spread) = l.split_at_mut(3 * area);
+                        for sq in 0..area {
+                            let row = &s.plog[(i * area + sq) * k..(i * area + sq + 1) * k];
+                            for kind in 0..3 {
+                                place[kind * area + sq] = row[kind];
+                            }
+                            spread[sq * (k - 3)..(sq + 1) * (k - 3)].copy_from_slice(&row[3..]);
                         }
-                        spread[sq * (k - 3)..(sq + 1) * (k - 3)].copy_from_slice(&row[3..]);
+                    }
+                }
+            }
+            if let Some((moves, out)) = gather {
+                let mut o = 0;
+                for (i, ms) in moves.iter().enumerate() {
+                    for &mv in ms.iter() {
+                        out[o] = logits[i * p + move_to_index(mv, n)];
+                        o += 1;
                     }
                 }
             }
@@ -1142,6 +1248,31 @@ impl FastNet {
                 *d = 0.0;
                 z[0].tanh()
             };
+        }
+    }
+}
+
+/// Where a pass writes its policy: every output of each position, or the outputs of
+/// the given moves of each position only, one after another.
+enum Logits<'a> {
+    All(&'a mut [f32]),
+    Moves(&'a [&'a [Move]], &'a mut [f32]),
+}
+
+impl<'a> Logits<'a> {
+    /// The parts of chunks of `per` positions (`p` outputs a position when all).
+    fn split(self, per: usize, p: usize) -> Vec<Logits<'a>> {
+        match self {
+            Logits::All(l) => l.chunks_mut(per * p).map(Logits::All).collect(),
+            Logits::Moves(moves, mut l) => {
+                let mut parts = Vec::new();
+                for ms in moves.chunks(per) {
+                    let (part, rest) = std::mem::take(&mut l).split_at_mut(ms.iter().map(|m| m.len()).sum());
+                    parts.push(Logits::Moves(ms, part));
+                    l = rest;
+                }
+                parts
+            }
         }
     }
 }

@@ -41,7 +41,12 @@ pub fn index_to_move(i: usize, size: usize) -> Option<Move> {
 
 /// Softmax of `logits[index(m)]` over `moves`: the prior of each legal move.
 pub fn masked_softmax(logits: &[f32], moves: &[Move], size: usize) -> Vec<f32> {
-    let mut out: Vec<f32> = moves.iter().map(|&m| logits[move_to_index(m, size)]).collect();
+    softmax(moves.iter().map(|&m| logits[move_to_index(m, size)]).collect())
+}
+
+/// Softmax of the logits of some moves (what [`masked_softmax`] does after gathering
+/// them): uniform where they give no distribution (no finite logit).
+pub fn softmax(mut out: Vec<f32>) -> Vec<f32> {
     let max = out.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
     for x in out.iter_mut() {
@@ -51,7 +56,7 @@ pub fn masked_softmax(logits: &[f32], moves: &[Move], size: usize) -> Vec<f32> {
     if sum > 0.0 && sum.is_finite() {
         out.iter_mut().for_each(|x| *x /= sum);
     } else {
-        let u = 1.0 / moves.len().max(1) as f32;
+        let u = 1.0 / out.len().max(1) as f32;
         out.iter_mut().for_each(|x| *x = u);
     }
     out

@@ -3,11 +3,13 @@
 use crate::common;
 use bredon_infer::NetEvaluator;
 use bredon_infer::{InferenceKind, forward_raw};
+use bredon_kernels::Scalars;
 use bredon_kernels::fast::{FastNet, Isa};
 use bredon_mcts::Evaluator;
+use bredon_netform::policy::{move_to_index, policy_size};
 use bredon_netform::{NetConfig, PolicyHead};
 use bredon_nn::{TakNet, load_exported};
-use bredon_rules::Position;
+use bredon_rules::{Move, Position};
 use common::{random_positions, trained};
 
 /// Every position of the reference games in `shared/data/games` (all 5x5).
@@ -39,6 +41,22 @@ fn assert_agree(model: &TakNet, positions: &[Position], size: usize, tol: f32) {
                 assert!(dl <= tol && dv <= tol, "{isa:?} batch {batch}: logits differ by {dl}, values by {dv}");
                 // The outputs are not trivially equal (e.g. all zero).
                 assert!(bl.iter().any(|&x| x.abs() > 1e-3));
+                // What a search asks, the legal moves' logits only: the same values.
+                let legal: Vec<Vec<Move>> = chunk.iter().map(|p| p.legal_moves()).collect();
+                let lrefs: Vec<&[Move]> = legal.iter().map(|l| l.as_slice()).collect();
+                let (mut ml, mut scalars) = (Vec::new(), Scalars::default());
+                fast.forward_moves_into(chunk, &lrefs, &mut ml, &mut scalars);
+                let p = policy_size(size);
+                let want: Vec<f32> = legal
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, ms)| ms.iter().map(move |&m| (i, m)))
+                    .map(|(i, m)| fl[i * p + move_to_index(m, size)])
+                    .collect();
+                assert_eq!(ml.len(), want.len());
+                let dm = ml.iter().zip(&want).map(|(a, b)| (a - b).abs() / a.abs().max(1.0)).fold(0.0f32, f32::max);
+                assert!(dm <= 1e-5, "{isa:?} batch {batch}: the moves' logits differ from all logits' by {dm}");
+                assert_eq!(scalars.values, fv, "{isa:?} batch {batch}: values");
             }
         }
     }
@@ -148,10 +166,24 @@ fn fast_path_matches_burn_on_odd_shapes_and_sizes() {
 
 #[test]
 fn both_inference_paths_give_the_same_evaluations() {
+    for head in [PolicyHead::Dense, PolicyHead::Conv] {
+        same_evaluations_on_both_paths(head);
+    }
+}
+
+fn same_evaluations_on_both_paths(policy_head: PolicyHead) {
     let positions = real_positions();
-    let cfg =
-        NetConfig { size: 5, blocks: 2, channels: 32, value_hidden: 16, policy_filters: 4, ..NetConfig::default() };
+    let cfg = NetConfig {
+        size: 5,
+        blocks: 2,
+        channels: 32,
+        value_hidden: 16,
+        policy_filters: 4,
+        policy_head,
+        ..NetConfig::default()
+    };
     let model = trained(&cfg, &positions, 5);
+    assert_eq!(model.policy_head(), policy_head);
     let fast = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::FAST_F32);
     let burn = NetEvaluator::with_kind(model.clone(), 5, InferenceKind::Burn);
     assert_eq!((fast.kind(), burn.kind()), (InferenceKind::FAST_F32, InferenceKind::Burn));
