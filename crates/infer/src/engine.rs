@@ -115,21 +115,8 @@ impl Engine {
             let mut logits = Vec::new();
             let mut s = Scalars::default();
             f.forward_moves_into(positions, legal, &mut logits, &mut s);
-            let mut rest = &logits[..];
-            let priors = legal
-                .iter()
-                .map(|moves| {
-                    let (mine, tail) = rest.split_at(moves.len());
-                    rest = tail;
-                    bredon_netform::policy::softmax(mine.to_vec())
-                })
-                .collect();
-            return priors_to_evaluations(
-                priors,
-                s.values,
-                f.has_wdl().then_some(s.draws),
-                f.has_margin().then_some(s.margins),
-            );
+            let (draws, margins) = (f.has_wdl().then_some(s.draws), f.has_margin().then_some(s.margins));
+            return move_logits_to_evaluations(&logits, s.values, legal, draws, margins);
         }
         let out = self.forward_wdl(positions);
         let mut evals = to_evaluations(&out.logits, &out.values, legal, self.size());
@@ -329,6 +316,29 @@ pub(crate) fn to_evaluations(logits: &[f32], values: &[f32], legal: &[&[Move]], 
             margin: None,
         })
         .collect()
+}
+
+/// Evaluations from the logits of each position's `legal` moves, one position after
+/// another ([`FastNet::forward_moves_into`]): a softmax each, then as
+/// [`priors_to_evaluations`].
+pub(crate) fn move_logits_to_evaluations(
+    logits: &[f32],
+    values: Vec<f32>,
+    legal: &[&[Move]],
+    draws: Option<Vec<f32>>,
+    margins: Option<Vec<f32>>,
+) -> Vec<Evaluation> {
+    assert_eq!(logits.len(), legal.iter().map(|m| m.len()).sum::<usize>(), "a logit for every legal move");
+    let mut rest = logits;
+    let priors = legal
+        .iter()
+        .map(|moves| {
+            let (mine, tail) = rest.split_at(moves.len());
+            rest = tail;
+            bredon_netform::policy::softmax(mine.to_vec())
+        })
+        .collect();
+    priors_to_evaluations(priors, values, draws, margins)
 }
 
 /// Evaluations from priors already over each position's legal moves (computed on the

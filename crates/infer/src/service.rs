@@ -3,7 +3,7 @@
 //! [`InferenceHandle`] (an `Evaluator`) that sends its leaf batch over a channel to a
 //! shard in turn; a shard merges queued requests into one forward pass.
 
-use bredon_kernels::FastNet;
+use bredon_kernels::{FastNet, Scalars};
 use bredon_mcts::{Evaluation, Evaluator};
 use bredon_nn::TakNet;
 use bredon_rules::{Move, Position};
@@ -15,23 +15,23 @@ use std::time::{Duration, Instant};
 
 use burn::prelude::{Device, Tensor};
 
-use crate::engine::{Engine, LegalGather, priors_to_evaluations, read_back, to_evaluations};
+use crate::engine::{Engine, LegalGather, move_logits_to_evaluations, priors_to_evaluations, read_back};
 use crate::kind::InferenceKind;
-use bredon_netform::policy::policy_size;
 use bredon_nn::train::encode_planes;
 
 struct Request {
     positions: Vec<Position>,
-    /// Each position's legal moves, for a service that computes the priors on the device
-    /// (burn's path); empty for the fast path, whose logits the search thread converts.
+    /// Each position's legal moves: the fast path computes their logits only, burn's and
+    /// the WGSL paths their priors on the device.
     legal: Vec<Vec<Move>>,
     reply: Sender<Reply>,
 }
 
 /// A service's answer to one request.
 enum Reply {
-    /// Every policy logit of each position (`policy_size(N)` each), and the values.
-    Logits(Vec<f32>, Vec<f32>),
+    /// The logits of each position's legal moves, one position after another (the search
+    /// thread turns them into priors), and the values.
+    MoveLogits(Vec<f32>, Vec<f32>),
     /// Each position's priors over its legal moves, the values, and the draw
     /// probabilities and margins where the path and the network give them.
     Priors(Vec<Vec<f32>>, Vec<f32>, Option<Vec<f32>>, Option<Vec<f32>>),
@@ -120,11 +120,8 @@ pub struct InferenceService {
 pub struct InferenceHandle {
     shards: Arc<[Sender<Request>]>,
     next: Arc<AtomicU64>,
-    size: usize,
     batch_hint: usize,
     stats: Arc<Stats>,
-    /// The service runs burn's path: requests carry the legal moves, answers the priors.
-    legal_on_device: bool,
 }
 
 impl InferenceService {
@@ -153,7 +150,6 @@ impl InferenceService {
     ) -> InferenceService {
         let shards = shards.max(1);
         let stats = Arc::new(Stats::default());
-        let legal_on_device = matches!(kind.resolve_for(&model.device()), InferenceKind::Burn | InferenceKind::Wgsl(_));
         let max_batch = max_batch.max(1);
         let mut senders = Vec::with_capacity(shards);
         let mut threads = Vec::with_capacity(shards);
@@ -185,10 +181,8 @@ impl InferenceService {
         let handle = InferenceHandle {
             shards: senders.into(),
             next: Arc::new(AtomicU64::new(0)),
-            size,
             batch_hint: 8,
             stats: stats.clone(),
-            legal_on_device,
         };
         InferenceService { handle, threads, stats }
     }
@@ -247,7 +241,7 @@ impl InferenceService {
 
 fn serve(engine: Engine, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
     match engine {
-        Engine::Fast(net) => serve_fast(&net, net.size(), max_batch, rx, stats),
+        Engine::Fast(net) => serve_fast(&net, max_batch, rx, stats),
         Engine::Burn(model, size) => serve_burn(&model, size, max_batch, rx, stats),
         #[cfg(feature = "wgpu")]
         Engine::Wgsl(net) => serve_wgsl(&net, max_batch, rx, stats),
@@ -276,24 +270,27 @@ fn gather_requests(rx: &Receiver<Request>, first: Request, max_batch: usize, sta
 /// How long a service waits for one more request while its batch is small.
 const GATHER_WAIT: Duration = Duration::from_micros(300);
 
-/// The fast path: one pass at a time; every logit goes back, and the search threads turn
-/// them into priors side by side.
-fn serve_fast(net: &FastNet, size: usize, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
-    let p = policy_size(size);
+/// The fast path: one pass at a time, for the logits of the legal moves only; they go
+/// back, and the search threads turn them into priors side by side.
+fn serve_fast(net: &FastNet, max_batch: usize, rx: Receiver<Request>, stats: &Stats) {
+    let (mut logits, mut scalars) = (Vec::new(), Scalars::default());
     while let Ok(first) = rx.recv() {
         let reqs = gather_requests(&rx, first, max_batch, stats);
         let all: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
+        let legal = batch_legal(&reqs);
+        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
         let clock = Instant::now();
-        let (logits, values) = net.forward(&all);
+        net.forward_moves_into(&all, &legal, &mut logits, &mut scalars);
         add_time(&stats.forward, clock.elapsed());
         stats.positions.fetch_add(all.len() as u64, Ordering::Relaxed);
         stats.batches.fetch_add(1, Ordering::Relaxed);
         let replying = Instant::now();
-        let mut at = 0;
+        let (mut at, mut from) = (0, 0);
         for r in &reqs {
             let k = r.positions.len();
-            let _ = r.reply.send(Reply::Logits(logits[at * p..(at + k) * p].to_vec(), values[at..at + k].to_vec()));
-            at += k;
+            let to = from + legal[at..at + k].iter().map(|m| m.len()).sum::<usize>();
+            let _ = r.reply.send(Reply::MoveLogits(logits[from..to].to_vec(), scalars.values[at..at + k].to_vec()));
+            (at, from) = (at + k, to);
         }
         add_time(&stats.reply, replying.elapsed());
     }
@@ -466,7 +463,7 @@ impl Evaluator for InferenceHandle {
         let (reply, answer) = mpsc::channel();
         let req = Request {
             positions: positions.iter().map(|p| (*p).clone()).collect(),
-            legal: if self.legal_on_device { legal.iter().map(|m| m.to_vec()).collect() } else { Vec::new() },
+            legal: legal.iter().map(|m| m.to_vec()).collect(),
             reply,
         };
         let sent = Instant::now();
@@ -482,7 +479,7 @@ impl Evaluator for InferenceHandle {
             Ok(reply) => {
                 let converting = Instant::now();
                 let evaluations = match reply {
-                    Reply::Logits(logits, values) => to_evaluations(&logits, &values, legal, self.size),
+                    Reply::MoveLogits(logits, values) => move_logits_to_evaluations(&logits, values, legal, None, None),
                     Reply::Priors(priors, values, draws, margins) => {
                         priors_to_evaluations(priors, values, draws, margins)
                     }
