@@ -24,6 +24,7 @@
 mod aligned;
 mod amx;
 pub mod arithmetic;
+mod f32;
 pub mod fast;
 mod int8;
 pub mod precision;
