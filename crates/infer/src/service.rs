@@ -278,7 +278,6 @@ fn serve_fast(net: &FastNet, max_batch: usize, rx: Receiver<Request>, stats: &St
         let reqs = gather_requests(&rx, first, max_batch, stats);
         let all: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
         let legal = batch_legal(&reqs);
-        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
         let clock = Instant::now();
         net.forward_moves_into(&all, &legal, &mut logits, &mut scalars);
         add_time(&stats.forward, clock.elapsed());
@@ -328,7 +327,6 @@ fn serve_wgsl(net: &bredon_kernels::wgsl::WgslNet, max_batch: usize, rx: Receive
     let launch = |reqs: Vec<Request>| {
         let clock = Instant::now();
         let legal = batch_legal(&reqs);
-        let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
         let positions: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
         let ticket = net.launch(&positions, Some(&legal)).expect("launching the wgsl forward pass");
         let launched = clock.elapsed();
@@ -395,7 +393,6 @@ fn serve_pipelined<T>(
 fn launch(model: &TakNet, device: &Device, size: usize, reqs: Vec<Request>, stats: &Stats) -> InFlight {
     let clock = Instant::now();
     let legal = batch_legal(&reqs);
-    let legal: Vec<&[Move]> = legal.iter().map(|m| m.as_ref()).collect();
     let positions: Vec<&Position> = reqs.iter().flat_map(|r| r.positions.iter()).collect();
     let planes = encode_planes(positions.iter().copied(), model.input_version(), size);
     let gather = LegalGather::new(&legal, size);
@@ -445,15 +442,13 @@ fn reply_priors(
     }
 }
 
-/// The legal moves of every position of a batch's requests, in order: as sent, or
-/// generated here for a request that came without them.
-fn batch_legal(reqs: &[Request]) -> Vec<std::borrow::Cow<'_, [Move]>> {
+/// The legal moves of every position of a batch's requests, in order (every request
+/// carries its positions' moves).
+fn batch_legal(reqs: &[Request]) -> Vec<&[Move]> {
     reqs.iter()
         .flat_map(|r| {
-            r.positions.iter().enumerate().map(move |(i, pos)| match r.legal.get(i) {
-                Some(moves) => std::borrow::Cow::Borrowed(moves.as_slice()),
-                None => std::borrow::Cow::Owned(pos.legal_moves()),
-            })
+            assert_eq!(r.legal.len(), r.positions.len(), "a request's legal moves, one list a position");
+            r.legal.iter().map(Vec::as_slice)
         })
         .collect()
 }

@@ -18,8 +18,9 @@
 //!   pooling and the heads stay f32) and in bf16 (the next layer's input), from one
 //!   epilogue (bias, residual add, ReLU); only the first block's input is converted on its
 //!   own.
-//! - **Accumulation** in f32. In a block with global pooling the pooled biases go through
-//!   the second convolution's f32 weights, as in the 8-bit blocks (`bias_through_conv3`).
+//! - **Accumulation** in f32. In a block with global pooling the pooled biases are added
+//!   to the first convolution's f32 output as it is converted to the second's bf16 input
+//!   ([`to_bf16_plus`]).
 //!
 //! The AMX kernel and the portable one compute the same products of the same bf16 values;
 //! the tests check that the two agree to f32 rounding and both stay close to f32.
@@ -553,6 +554,7 @@ mod tests {
         }
     }
 }
+
 /// A measurement run by hand, not a check: one 6x6 layer of 32 positions from a
 /// cache-line aligned input and from one 48 bytes off, alternating 400 rounds of 20 calls
 /// so both see the same neighbours, medians and minima in µs a position:

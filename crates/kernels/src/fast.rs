@@ -8,10 +8,11 @@
 //!   row `m` of the left matrix (one output pixel) is the nine 3x3 neighbours' channel
 //!   vectors, read in place at fixed offsets; no im2col copy, no bounds checks. Borders
 //!   are zeroed once and never written.
-//! - **Kernel** (`f32.rs`; bf16 in `amx.rs`, 8-bit integers in `int8.rs`): an `MR x NR` register tile (`NR` output channels, a multiple of the SIMD
-//!   width) accumulated over `k` with one broadcast per row and one FMA per vector; the
-//!   weights are packed once into column panels of width `NR`. AVX-512 and AVX2+FMA kernels
-//!   are picked at run time ([`Isa::detect`]) with a portable fallback.
+//! - **Kernel** (`f32.rs`; bf16 in `amx.rs`, 8-bit integers in `int8.rs`): an `MR x NR`
+//!   register tile (`NR` output channels, a multiple of the SIMD width) accumulated over
+//!   `k` with one broadcast per row and one FMA per vector; the weights are packed once
+//!   into column panels of width `NR`. AVX-512 and AVX2+FMA kernels are picked at run time
+//!   ([`Isa::detect`]) with a portable fallback.
 //! - **Heads**: the policy and value 1x1 convolutions are one layer; the fully connected
 //!   weights are permuted to the channels-last flatten order instead of moving data.
 //! - **Threads**: a batch is split into chunks run on rayon's pool, each with its own
@@ -20,9 +21,9 @@
 //!   layer instead: two halves of its rows, or of its column panels, joined per layer.
 //!
 //! - **Global pooling** (optional, [`NetConfig::global_pool`] and the pooling value head):
-//!   the pooled means and maxima and the small dense layers after them are plain scalar
-//!   Rust; the per-channel bias is added to the interior squares only (the padding stays
-//!   zero).
+//!   the pooled means and maxima are plain Rust, and each block's small dense layer runs
+//!   for a chunk's positions at once on the f32 kernels; the per-channel bias is added to
+//!   the interior squares only (the padding stays zero).
 //!
 //! - **Denormals**: every thread running a layer flushes denormal floats to zero while it
 //!   does (`bredon_netform::denormals::FlushDenormals`). Trained weights and activations can hold values so small
@@ -411,16 +412,7 @@ impl FastNet {
                 Some(_) => Vec::new(),
                 None => policy.bias.clone(),
             },
-            gpool: net
-                .gpool
-                .iter()
-                .map(|g| {
-                    g.as_ref().map(|l| {
-                        let m = Matrix { k: l.din, n: l.dout, w: l.weight.clone(), bias: l.bias.clone() };
-                        Packed::new(isa, &m)
-                    })
-                })
-                .collect(),
+            gpool: net.gpool.iter().map(|g| g.as_ref().map(|l| Packed::new(isa, &Matrix::dense(l)))).collect(),
             pool_scale: pool_size_scale(n),
             value_pool: net.value_pool(),
             value_fc1: Packed::new(isa, &net.value_fc1_matrix()),
@@ -726,10 +718,9 @@ impl FastNet {
                 // (not the zero padding): in f32 added to the input of the second
                 // convolution; in bf16 added as it is converted; in 8 bits through the
                 // second convolution to its output instead.
-                let g = fc.k / 3;
                 let gin = fc.k;
-                for (pi, rows) in rows_c.chunks(area).enumerate() {
-                    pool_rows(&s.y, rows, g, self.pool_scale, &mut s.gpool_in[pi * gin..(pi + 1) * gin]);
+                for (rows, &at) in rows_c.chunks(area).zip(&s.rows_gpool_in) {
+                    pool_rows(&s.y, rows, gin / 3, self.pool_scale, &mut s.gpool_in[at..at + gin]);
                 }
                 let dense = Gemm {
                     a: &s.gpool_in,
@@ -794,10 +785,12 @@ impl FastNet {
         // The convolutional policy head and the pooling value head read their features
         // in place; the dense heads of older networks need each position's contiguous.
         let dense_policy = matches!(self.policy, PolicyOut::Dense(_));
-        if dense_policy || !self.value_pool {
-            for r in 0..m {
-                let h = &s.head[r * heads..(r + 1) * heads];
+        for r in 0..m {
+            let h = &s.head[r * heads..(r + 1) * heads];
+            if dense_policy {
                 s.pol[r * pf..(r + 1) * pf].copy_from_slice(&h[..pf]);
+            }
+            if !self.value_pool {
                 s.val[r * vf..(r + 1) * vf].copy_from_slice(&h[pf..]);
             }
         }

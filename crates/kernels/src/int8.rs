@@ -14,7 +14,7 @@
 //!   several times worse: the outliers carry the network's meaning. In a block with
 //!   global pooling the pooled biases (which may be negative) do not enter the 8-bit
 //!   input: they go through the second convolution's f32 weights into its output
-//!   (`bias_through_conv3` in `fast.rs`).
+//!   (`taps_matrix` and `add_board_taps` in `fast.rs`).
 //! - **Accumulation** in 32-bit integers over each tap, exact; each tap's sums become f32
 //!   (`sum × the tap's weight scale`, added up in f32), times
 //!   the input's scale at the end, and take the same epilogue as the f32 kernels (bias,
@@ -195,7 +195,7 @@ unsafe fn quantize_avx512(src: &[f32], pix: &[usize], c: usize, dst: &mut [u8]) 
     }
 }
 
-/// One 8-bit layer: like `fast::Gemm`, its input in bytes.
+/// One 8-bit layer: like `f32::Gemm`, its input in bytes.
 pub(crate) struct QGemm<'a> {
     pub(crate) a: &'a QInput,
     pub(crate) a_rows: &'a [usize],
@@ -206,7 +206,7 @@ pub(crate) struct QGemm<'a> {
     pub(crate) relu: bool,
 }
 
-/// The 8-bit twin of `fast::gemm`: `out[out_rows[m] + j] = epilogue(bias[j] + s_m
+/// The 8-bit twin of `f32::gemm`: `out[out_rows[m] + j] = epilogue(bias[j] + s_m
 /// sum_t s_tj sum_c q_a q_w)`.
 pub(crate) fn gemm_i8(kernel: Int8Kernel, w: &QPacked, g: &QGemm, out: &mut [f32], split: bool) {
     check_bounds(g.a.data.len(), g.a_rows, g.taps, g.seg, w.k, w.n, g.out_rows, out.len());
