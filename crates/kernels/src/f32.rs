@@ -135,8 +135,10 @@ impl Packed {
 
 /// One layer as a matrix product: for each row `m`,
 /// `out[out_rows[m] + j] = epilogue(bias[j] + sum_t sum_c a[a_rows[m] + taps[t] + c] * W[t*seg + c][j])`.
-pub(crate) struct Gemm<'a> {
-    pub(crate) a: &'a [f32],
+/// `A` is the input's storage: f32 here, bytes with their scales for the 8-bit layers
+/// (`int8::QGemm`).
+pub(crate) struct Gemm<'a, A: ?Sized = [f32]> {
+    pub(crate) a: &'a A,
     pub(crate) a_rows: &'a [usize],
     pub(crate) taps: &'a [isize],
     pub(crate) seg: usize,

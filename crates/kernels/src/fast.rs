@@ -723,7 +723,7 @@ impl FastNet {
                     pool_rows(&s.y, rows, gin / 3, self.pool_scale, &mut s.gpool_in[at..at + gin]);
                 }
                 let dense = Gemm {
-                    a: &s.gpool_in,
+                    a: &s.gpool_in[..],
                     a_rows: &s.rows_gpool_in[..b],
                     taps: &[0],
                     seg: gin,
@@ -739,7 +739,7 @@ impl FastNet {
                     s.gtaps.resize(b * w.n, 0.0);
                     let out_rows: Vec<usize> = (0..b).map(|p| p * w.n).collect();
                     let taps = Gemm {
-                        a: &s.gbias,
+                        a: &s.gbias[..],
                         a_rows: &s.rows_gbias[..b],
                         taps: &[0],
                         seg: c,
@@ -870,7 +870,7 @@ impl FastNet {
                 pool_rows(&s.head, rows, vf, self.pool_scale, &mut s.vpool[i * 3 * vf..(i + 1) * 3 * vf]);
             }
             Gemm {
-                a: &s.vpool,
+                a: &s.vpool[..],
                 a_rows: &s.rows_vpool[..b],
                 taps: &[0],
                 seg: 3 * vf,
@@ -880,7 +880,7 @@ impl FastNet {
             }
         } else {
             Gemm {
-                a: &s.val,
+                a: &s.val[..],
                 a_rows: &s.rows_val[..b],
                 taps: &[0],
                 seg: area * vf,

@@ -195,16 +195,8 @@ unsafe fn quantize_avx512(src: &[f32], pix: &[usize], c: usize, dst: &mut [u8]) 
     }
 }
 
-/// One 8-bit layer: like `f32::Gemm`, its input in bytes.
-pub(crate) struct QGemm<'a> {
-    pub(crate) a: &'a QInput,
-    pub(crate) a_rows: &'a [usize],
-    pub(crate) taps: &'a [isize],
-    pub(crate) seg: usize,
-    pub(crate) out_rows: &'a [usize],
-    pub(crate) residual: bool,
-    pub(crate) relu: bool,
-}
+/// One 8-bit layer: `f32::Gemm` with its input in bytes.
+pub(crate) type QGemm<'a> = crate::f32::Gemm<'a, QInput>;
 
 /// The 8-bit twin of `f32::gemm`: `out[out_rows[m] + j] = epilogue(bias[j] + s_m
 /// sum_t s_tj sum_c q_a q_w)`.
