@@ -52,10 +52,13 @@ fn the_amx_kernel_computes_what_the_portable_one_does() {
             }
         }
         // A position's outputs do not depend on the rest of its batch (row tiles of
-        // different positions share a pass over the weights, never a sum).
-        let one = fast_outputs(&amx, &positions[5..6]);
+        // different positions share a pass over the weights, never a sum), nor on which
+        // of the batch's cache-sized turns it falls in (the last one's is the last turn).
         let all = fast_outputs(&amx, &positions);
-        assert_eq!(one.1.values[0], all.1.values[5], "{}", name);
+        for k in [5, positions.len() / 2, positions.len() - 1] {
+            let one = fast_outputs(&amx, &positions[k..k + 1]);
+            assert_eq!(one.1.values[0], all.1.values[k], "{} position {k} of {}", name, positions.len());
+        }
     }
 }
 
