@@ -584,9 +584,9 @@ impl FastNet {
         (CACHED_BYTES / per).max(1)
     }
 
-    /// [`FastNet::forward_chunk`] over `positions` in turns of [`FastNet::cached_positions`]
-    /// on this thread, so each turn's activations stay in the core's cache from layer to
-    /// layer.
+    /// [`FastNet::forward_chunk`] over `positions` in equal turns of at most
+    /// [`FastNet::cached_positions`] on this thread, so each turn's activations stay in
+    /// the core's cache from layer to layer.
     fn forward_cached(
         &self,
         positions: &[&Position],
@@ -594,10 +594,12 @@ impl FastNet {
         (values, draws, margins): (&mut [f32], &mut [f32], &mut [f32]),
         s: &mut Scratch,
     ) {
-        let per = self.cached_positions();
-        if positions.len() <= per {
+        let most = self.cached_positions();
+        if positions.len() <= most {
             return self.forward_chunk(positions, logits, (values, draws, margins), s, false);
         }
+        // As few turns as fit, of equal size (32 positions as 16 + 16, not 21 + 11).
+        let per = positions.len().div_ceil(positions.len().div_ceil(most));
         let parts = logits.split(per, self.policy_size);
         for ((ps, l), at) in positions.chunks(per).zip(parts).zip((0..).step_by(per)) {
             let r = at..at + ps.len();
