@@ -578,8 +578,8 @@ impl FastNet {
     fn cached_positions(&self) -> usize {
         let n = self.size();
         let low = if self.low.is_some() { 2 + 2 } else { 0 };
-        // `h` and `y` in f32, and the low-precision copies (bf16 `hb`/`yb`, or the 8-bit
-        // inputs), a padded pixel of `c` channels each.
+        // `h` and `y` in f32 and their low-precision copies (bf16 `hb`/`yb`; the 8-bit
+        // inputs, a byte a value, are counted as two), a padded pixel of `c` channels each.
         let per = (n + 2) * (n + 2) * self.config.channels * (4 + 4 + low);
         (CACHED_BYTES / per).max(1)
     }
