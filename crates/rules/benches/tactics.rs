@@ -37,7 +37,7 @@ fn random_positions(size: usize, games: usize) -> Vec<Position> {
 
 fn tactics(c: &mut Criterion) {
     let mut g = c.benchmark_group("tactics");
-    for size in [4, 5, 6] {
+    for size in [4, 5, 6, 7, 8] {
         let positions = random_positions(size, 40);
         g.throughput(Throughput::Elements(positions.len() as u64));
         g.bench_function(format!("leaf-check/{size}x{size}-random-games"), |b| {
@@ -55,7 +55,7 @@ fn tactics(c: &mut Criterion) {
     // What an expanded leaf pays when the opponent threatens a win: every legal move
     // checked for leaving that win open (`move_loses_at_once`), over the positions of
     // random games where the opponent threatens.
-    for size in [5, 6] {
+    for size in [5, 6, 7, 8] {
         let threatened: Vec<(Position, Vec<Move>)> = random_positions(size, 40)
             .into_iter()
             .filter(|p| p.find_immediate_win().is_none() && p.opponent_threatens())

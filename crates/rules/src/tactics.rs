@@ -6,8 +6,9 @@
 //! touches (or lies on) one edge's road group and the opposite edge's. Spreads are tried
 //! only where a cheap bound says a road is possible (a spread can only add to the mover's
 //! road the squares of its own line, so when the mover's road squares plus that line hold
-//! no road, none of its spreads can make one), and without playing them: the tops a spread
-//! leaves on its squares are read off the stack. Flat wins need a move that fills the
+//! no road, none of its spreads can make one; that bound is read off the unions of the
+//! road groups touching each edge, a few ANDs a line, see `EdgeUnions`), and without
+//! playing them: the tops a spread leaves on its squares are read off the stack. Flat wins need a move that fills the
 //! board or empties the mover's reserve: only those moves (placements with the last piece
 //! or on the last empty square, spreads whose line holds every empty square) are played
 //! and the count looked at.
@@ -17,7 +18,7 @@
 //! any of the opponent's road squares, and does not end the game itself), that is decided
 //! without playing it.
 
-use crate::bitboard::{BitIter, Bitboard};
+use crate::bitboard::{BitIter, Bitboard, SizeInfo};
 use crate::moves::{Move, SPREADS};
 use crate::position::Position;
 use crate::types::{Color, Direction, PieceKind, Square};
@@ -28,14 +29,11 @@ impl Position {
     pub fn road_completion_squares(&self, color: Color) -> Bitboard {
         let info = self.info();
         let road = self.road_squares(color);
-        let empty = info.full & !self.occupied();
         if road.count_ones() + 1 < info.size as u32 {
             return 0;
         }
-        // Squares that join the road group touching `edge`: the edge itself and the
-        // neighbours of that group.
-        let joins = |edge: Bitboard| edge | info.neighbours(info.flood(road & edge, road));
-        empty & ((joins(info.left) & joins(info.right)) | (joins(info.bottom) & joins(info.top)))
+        let empty = info.full & !self.occupied();
+        completion_squares(info, empty, |edge| info.flood(road & edge_squares(info, edge), road))
     }
 
     /// The road groups of `color` (orthogonally connected sets of its flats and capstones
@@ -188,7 +186,15 @@ impl Position {
             pos.unmake(mv, undo);
             wins
         };
-        let completions = self.road_completion_squares(me);
+        let road = self.road_squares(me);
+        // Built when first needed (a road needs at least `n` squares).
+        let mut unions: Option<EdgeUnions> = None;
+        let completions = if road.count_ones() + 1 < n as u32 {
+            0
+        } else {
+            let unions = unions.get_or_insert_with(|| EdgeUnions::new(info, road));
+            completion_squares(info, empty, |edge| unions.touching(edge))
+        };
         if stones as usize + caps as usize <= 1 || empties == 1 {
             // Every placement ends the game: the mover's last piece, or the last empty
             // square. A road wins first; otherwise the count decides.
@@ -214,7 +220,6 @@ impl Position {
         }
         // Spreads, line by line: where the bound allows a road, or where one spread could
         // fill the board (every empty square on its line; a spread covers at most n − 1).
-        let road = self.road_squares(me);
         let blockers = self.walls() | self.caps();
         for sq in BitIter(self.controlled(me)) {
             let carry = self.height(sq).min(n);
@@ -228,8 +233,13 @@ impl Position {
                 }
                 let line = line_squares(sq, dir, reach, n);
                 let may_fill = empties < n && empty & !line == 0;
-                if !may_fill && !info.has_road(road | line | 1 << sq.index()) {
-                    continue;
+                if !may_fill {
+                    let set = line | 1 << sq.index();
+                    if (road | set).count_ones() < n as u32
+                        || !unions.get_or_insert_with(|| EdgeUnions::new(info, road)).joined_by(info, set)
+                    {
+                        continue;
+                    }
                 }
                 let normal = SPREADS.normal(carry, dist).iter();
                 let crushing = if crush { SPREADS.crush(carry, dist) } else { &[] };
@@ -249,6 +259,69 @@ impl Position {
                 }
             }
         }
+    }
+}
+
+/// Empty squares that join a group touching one edge and a group touching the opposite
+/// one (or lie on an edge and join the other's group): `touching(edge)` is the union of
+/// the road groups that touch `edge` (one of [`LEFT`], [`RIGHT`], [`BOTTOM`], [`TOP`]).
+fn completion_squares(info: &SizeInfo, empty: Bitboard, touching: impl Fn(u8) -> Bitboard) -> Bitboard {
+    // Squares that join the road group touching an edge: the edge itself and the
+    // neighbours of that group.
+    let joins = |edge: u8| edge_squares(info, edge) | info.neighbours(touching(edge));
+    empty & ((joins(LEFT) & joins(RIGHT)) | (joins(BOTTOM) & joins(TOP)))
+}
+
+/// The edges of the board, as bits: left, right, bottom, top.
+const LEFT: u8 = 1;
+const RIGHT: u8 = 2;
+const BOTTOM: u8 = 4;
+const TOP: u8 = 8;
+
+/// The squares of one edge ([`LEFT`], [`RIGHT`], [`BOTTOM`] or [`TOP`]).
+fn edge_squares(info: &SizeInfo, edge: u8) -> Bitboard {
+    match edge {
+        LEFT => info.left,
+        RIGHT => info.right,
+        BOTTOM => info.bottom,
+        _ => info.top,
+    }
+}
+
+/// For one colour, the union of its road groups that touch each edge, so that "would this
+/// connected set of squares, added to the road, make a road?" is a few ANDs instead of
+/// two flood fills ([`EdgeUnions::joined_by`]).
+struct EdgeUnions {
+    /// By edge bit's index: left, right, bottom, top.
+    touching: [Bitboard; 4],
+    /// One group already touches opposite edges (a road: a finished game).
+    spans: bool,
+}
+
+impl EdgeUnions {
+    fn new(info: &SizeInfo, road: Bitboard) -> EdgeUnions {
+        let touching = [LEFT, RIGHT, BOTTOM, TOP].map(|e| info.flood(road & edge_squares(info, e), road));
+        let spans = touching[0] & touching[1] != 0 || touching[2] & touching[3] != 0;
+        EdgeUnions { touching, spans }
+    }
+
+    /// The union of the groups that touch `edge` (an edge bit).
+    fn touching(&self, edge: u8) -> Bitboard {
+        self.touching[edge.trailing_zeros() as usize]
+    }
+
+    /// Whether the road plus `set` (orthogonally connected) holds a road. `set` joins
+    /// every group it overlaps or borders into one, and the groups it misses stay as they
+    /// were (none a road), so there is a road exactly when that one touches opposite
+    /// edges: when `set` or a group it reaches touches each. The same answer as
+    /// `info.has_road(road | set)`.
+    fn joined_by(&self, info: &SizeInfo, set: Bitboard) -> bool {
+        if self.spans {
+            return true;
+        }
+        let reach = set | info.neighbours(set);
+        let touches = |edge: u8| set & edge_squares(info, edge) != 0 || self.touching(edge) & reach != 0;
+        (touches(LEFT) && touches(RIGHT)) || (touches(BOTTOM) && touches(TOP))
     }
 }
 
@@ -600,6 +673,34 @@ mod tests {
         let names: Vec<String> = wins.iter().map(|m| m.to_ptn(4)).collect();
         assert!(names.contains(&"d2-".to_string()), "{names:?}");
         assert!(names.contains(&"d1".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn thirty_two_road_groups_on_8x8() {
+        // A checkerboard of single flats with one of Black's squares empty: White has 32
+        // separate road groups, the most a board can hold, and one placement left to end
+        // the game.
+        let row = |y: usize| {
+            (0..8)
+                .map(|x| {
+                    if (x, y) == (1, 0) {
+                        "x"
+                    } else if (x + y).is_multiple_of(2) {
+                        "1"
+                    } else {
+                        "2"
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let tps = format!("{} 1 40", (0..8).rev().map(row).collect::<Vec<_>>().join("/"));
+        let pos = parse_tps(&tps).unwrap();
+        assert_eq!(pos.road_groups(Color::White).count(), 32);
+        assert_eq!(fast(&pos), wins_by_trying(&pos));
+        let mut passed = pos.clone();
+        passed.pass_turn();
+        assert_eq!(fast(&passed), wins_by_trying(&passed));
     }
 
     #[test]

@@ -100,7 +100,7 @@ proptest! {
 
     #[test]
     fn random_playouts_agree_with_the_reference(
-        size in 3usize..=7,
+        size in 3usize..=8,
         half_komi in -2i8..=4,
         walls in 0u32..4,
         choices in prop::collection::vec(any::<u32>(), 0..200),
