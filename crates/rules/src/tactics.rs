@@ -187,9 +187,10 @@ impl Position {
             wins
         };
         let road = self.road_squares(me);
+        let road_count = road.count_ones() as usize;
         // Built when first needed (a road needs at least `n` squares).
         let mut unions: Option<EdgeUnions> = None;
-        let completions = if road.count_ones() + 1 < n as u32 {
+        let completions = if road_count + 1 < n {
             0
         } else {
             let unions = unions.get_or_insert_with(|| EdgeUnions::new(info, road));
@@ -231,15 +232,16 @@ impl Position {
                 if reach == 0 {
                     continue;
                 }
-                let line = line_squares(sq, dir, reach, n);
+                let line = line_squares(info, sq, dir, reach);
                 let may_fill = empties < n && empty & !line == 0;
-                if !may_fill {
-                    let set = line | 1 << sq.index();
-                    if (road | set).count_ones() < n as u32
-                        || !unions.get_or_insert_with(|| EdgeUnions::new(info, road)).joined_by(info, set)
-                    {
-                        continue;
-                    }
+                // The line and `sq` add at most `reach + 1` squares to the road.
+                if !may_fill
+                    && (road_count + reach + 1 < n
+                        || !unions
+                            .get_or_insert_with(|| EdgeUnions::new(info, road))
+                            .joined_by(info, line | 1 << sq.index()))
+                {
+                    continue;
                 }
                 let normal = SPREADS.normal(carry, dist).iter();
                 let crushing = if crush { SPREADS.crush(carry, dist) } else { &[] };
@@ -588,19 +590,18 @@ pub fn parse_tps_lines(text: &str) -> Result<Vec<Position>, SuiteError> {
 
 /// The first `count` squares from `sq` (exclusive) in `dir`.
 #[inline]
-fn line_squares(sq: Square, dir: Direction, count: usize, n: usize) -> Bitboard {
-    let mut bb = 0;
-    let mut cur = sq;
-    for _ in 0..count {
-        match cur.step(dir, n) {
-            Some(next) => {
-                bb |= 1 << next.index();
-                cur = next;
-            }
-            None => break,
-        }
+fn line_squares(info: &SizeInfo, sq: Square, dir: Direction, count: usize) -> Bitboard {
+    // The ray's squares nearer to `sq` than the (count + 1)-th (a ray holds at least
+    // `count`, so the subtractions stay in range).
+    let (s, n) = (sq.index(), info.size);
+    let below = |k: usize| if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
+    let ray = info.rays[s][dir.index()];
+    match dir {
+        Direction::Up => ray & below(s + count * n + 1),
+        Direction::Right => ray & below(s + count + 1),
+        Direction::Down => ray & !below(s.saturating_sub(count * n)),
+        Direction::Left => ray & !below(s.saturating_sub(count)),
     }
-    bb
 }
 
 #[cfg(test)]
@@ -673,6 +674,29 @@ mod tests {
         let names: Vec<String> = wins.iter().map(|m| m.to_ptn(4)).collect();
         assert!(names.contains(&"d2-".to_string()), "{names:?}");
         assert!(names.contains(&"d1".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn line_squares_are_the_steps_along_the_ray() {
+        use crate::bitboard::SizeInfo;
+        use crate::types::{Direction, Square};
+        for n in 3..=8 {
+            let info = SizeInfo::get(n);
+            for s in 0..n * n {
+                let sq = Square(s as u8);
+                for dir in Direction::ALL {
+                    let len = info.rays[s][dir.index()].count_ones() as usize;
+                    let (mut want, mut at) = (0u64, sq);
+                    for count in 0..=len {
+                        assert_eq!(super::line_squares(info, sq, dir, count), want, "{n}x{n} {s} {dir:?} {count}");
+                        if let Some(next) = at.step(dir, n) {
+                            want |= 1 << next.index();
+                            at = next;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
