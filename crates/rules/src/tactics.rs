@@ -8,10 +8,10 @@
 //! road the squares of its own line, so when the mover's road squares plus that line hold
 //! no road, none of its spreads can make one; that bound is read off the unions of the
 //! road groups touching each edge, a few ANDs a line, see `EdgeUnions`), and without
-//! playing them: the tops a spread leaves on its squares are read off the stack. Flat wins need a move that fills the
-//! board or empties the mover's reserve: only those moves (placements with the last piece
-//! or on the last empty square, spreads whose line holds every empty square) are played
-//! and the count looked at.
+//! playing them: the tops a spread leaves on its squares are read off the stack. Flat wins
+//! need a move that fills the board or empties the mover's reserve: only those moves
+//! (placements with the last piece or on the last empty square, spreads whose line holds
+//! every empty square) are played and the count looked at.
 //!
 //! A move loses at once when it leaves the opponent an immediate win; where the opponent
 //! has a road by placement that the move leaves open (it covers neither that square nor
@@ -32,8 +32,7 @@ impl Position {
         if road.count_ones() + 1 < info.size as u32 {
             return 0;
         }
-        let empty = info.full & !self.occupied();
-        completion_squares(info, empty, |edge| info.flood(road & edge_squares(info, edge), road))
+        EdgeUnions::new(info, road).completions(info, info.full & !self.occupied())
     }
 
     /// The road groups of `color` (orthogonally connected sets of its flats and capstones
@@ -193,8 +192,7 @@ impl Position {
         let completions = if road_count + 1 < n {
             0
         } else {
-            let unions = unions.get_or_insert_with(|| EdgeUnions::new(info, road));
-            completion_squares(info, empty, |edge| unions.touching(edge))
+            unions.get_or_insert_with(|| EdgeUnions::new(info, road)).completions(info, empty)
         };
         if stones as usize + caps as usize <= 1 || empties == 1 {
             // Every placement ends the game: the mover's last piece, or the last empty
@@ -264,37 +262,23 @@ impl Position {
     }
 }
 
-/// Empty squares that join a group touching one edge and a group touching the opposite
-/// one (or lie on an edge and join the other's group): `touching(edge)` is the union of
-/// the road groups that touch `edge` (one of [`LEFT`], [`RIGHT`], [`BOTTOM`], [`TOP`]).
-fn completion_squares(info: &SizeInfo, empty: Bitboard, touching: impl Fn(u8) -> Bitboard) -> Bitboard {
-    // Squares that join the road group touching an edge: the edge itself and the
-    // neighbours of that group.
-    let joins = |edge: u8| edge_squares(info, edge) | info.neighbours(touching(edge));
-    empty & ((joins(LEFT) & joins(RIGHT)) | (joins(BOTTOM) & joins(TOP)))
+/// The board's edges, in opposite pairs: left, right, bottom, top (indices [`LEFT`],
+/// [`RIGHT`], [`BOTTOM`], [`TOP`]).
+fn edges(info: &SizeInfo) -> [Bitboard; 4] {
+    [info.left, info.right, info.bottom, info.top]
 }
 
-/// The edges of the board, as bits: left, right, bottom, top.
-const LEFT: u8 = 1;
-const RIGHT: u8 = 2;
-const BOTTOM: u8 = 4;
-const TOP: u8 = 8;
+const LEFT: usize = 0;
+const RIGHT: usize = 1;
+const BOTTOM: usize = 2;
+const TOP: usize = 3;
 
-/// The squares of one edge ([`LEFT`], [`RIGHT`], [`BOTTOM`] or [`TOP`]).
-fn edge_squares(info: &SizeInfo, edge: u8) -> Bitboard {
-    match edge {
-        LEFT => info.left,
-        RIGHT => info.right,
-        BOTTOM => info.bottom,
-        _ => info.top,
-    }
-}
-
-/// For one colour, the union of its road groups that touch each edge, so that "would this
-/// connected set of squares, added to the road, make a road?" is a few ANDs instead of
-/// two flood fills ([`EdgeUnions::joined_by`]).
+/// For one colour, the union of its road groups that touch each edge: where placing one
+/// piece completes a road ([`EdgeUnions::completions`]), and whether a connected set of
+/// squares added to the road makes one, a few ANDs instead of two flood fills
+/// ([`EdgeUnions::joined_by`]).
 struct EdgeUnions {
-    /// By edge bit's index: left, right, bottom, top.
+    /// By edge ([`edges`]' order).
     touching: [Bitboard; 4],
     /// One group already touches opposite edges (a road: a finished game).
     spans: bool,
@@ -302,14 +286,19 @@ struct EdgeUnions {
 
 impl EdgeUnions {
     fn new(info: &SizeInfo, road: Bitboard) -> EdgeUnions {
-        let touching = [LEFT, RIGHT, BOTTOM, TOP].map(|e| info.flood(road & edge_squares(info, e), road));
-        let spans = touching[0] & touching[1] != 0 || touching[2] & touching[3] != 0;
+        let touching = edges(info).map(|e| info.flood(road & e, road));
+        let spans = touching[LEFT] & touching[RIGHT] != 0 || touching[BOTTOM] & touching[TOP] != 0;
         EdgeUnions { touching, spans }
     }
 
-    /// The union of the groups that touch `edge` (an edge bit).
-    fn touching(&self, edge: u8) -> Bitboard {
-        self.touching[edge.trailing_zeros() as usize]
+    /// The squares of `empty` that join a group touching one edge and a group touching
+    /// the opposite one (or lie on an edge and join the other's group).
+    fn completions(&self, info: &SizeInfo, empty: Bitboard) -> Bitboard {
+        let edges = edges(info);
+        // Squares that join the road group touching an edge: the edge itself and the
+        // neighbours of that group.
+        let joins = |e: usize| edges[e] | info.neighbours(self.touching[e]);
+        empty & ((joins(LEFT) & joins(RIGHT)) | (joins(BOTTOM) & joins(TOP)))
     }
 
     /// Whether the road plus `set` (orthogonally connected) holds a road. `set` joins
@@ -321,8 +310,9 @@ impl EdgeUnions {
         if self.spans {
             return true;
         }
+        let edges = edges(info);
         let reach = set | info.neighbours(set);
-        let touches = |edge: u8| set & edge_squares(info, edge) != 0 || self.touching(edge) & reach != 0;
+        let touches = |e: usize| set & edges[e] != 0 || self.touching[e] & reach != 0;
         (touches(LEFT) && touches(RIGHT)) || (touches(BOTTOM) && touches(TOP))
     }
 }
