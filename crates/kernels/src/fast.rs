@@ -15,8 +15,9 @@
 //!   ([`Isa::detect`]) with a portable fallback.
 //! - **Heads**: the policy and value 1x1 convolutions are one layer; the fully connected
 //!   weights are permuted to the channels-last flatten order instead of moving data.
-//! - **Threads**: a batch is split into chunks run on rayon's pool, each with its own
-//!   scratch buffers (reused across calls: no allocation after the first call at a size).
+//! - **Threads**: a batch is split into chunks run on rayon's pool, a few a thread so that
+//!   a thread slowed by a neighbour does fewer; each pool thread has its own scratch
+//!   buffers (reused across calls: no allocation after the first call at a size).
 //!   A batch too small to split (one position, for play and analysis) splits each large
 //!   layer instead: two halves of its rows, or of its column panels, joined per layer.
 //!
@@ -56,7 +57,16 @@ use crate::precision::Precision;
 /// measured), so each layer reads its input from L2, not memory.
 const CACHED_BYTES: usize = 1 << 20;
 
-/// Per-chunk buffers, laid out per position so a larger batch only extends them.
+/// A batch split over threads is cut into up to this many chunks a thread (of at least
+/// [`FINE_CHUNK`] positions), taken by whichever thread is free: a thread that runs slower
+/// for a while (a vCPU whose core, or matrix unit, a neighbour is using) then does fewer of
+/// them, instead of the call waiting for its fixed half.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// The fewest positions of a chunk beyond one a thread ([`CHUNKS_PER_THREAD`]).
+const FINE_CHUNK: usize = 8;
+
+/// A pool thread's buffers, laid out per position so a larger chunk only extends them.
 #[derive(Default)]
 struct Scratch {
     /// Positions the buffers hold room for.
@@ -540,7 +550,11 @@ impl FastNet {
         values.resize(b, 0.0);
         draws.resize(b, 0.0);
         margins.resize(b, 0.0);
-        let chunks = (b / self.min_chunk).clamp(1, self.scratch.len());
+        let threads = self.scratch.len();
+        // One chunk a thread, or up to `CHUNKS_PER_THREAD` of at least `FINE_CHUNK` (with
+        // one thread, one chunk: nothing to balance).
+        let fine = if threads > 1 { (b / FINE_CHUNK).min(threads * CHUNKS_PER_THREAD) } else { 1 };
+        let chunks = (b / self.min_chunk).clamp(1, threads).max(fine);
         if chunks == 1 {
             let mut s = self.scratch[0].lock().unwrap_or_else(|e| e.into_inner());
             if let Some(LowTrunk::Bf16(..)) = self.trunk() {
@@ -567,9 +581,12 @@ impl FastNet {
             .zip(values.par_chunks_mut(per))
             .zip(draws.par_chunks_mut(per))
             .zip(margins.par_chunks_mut(per))
-            .enumerate()
-            .for_each(|(i, ((((ps, l), v), d), m))| {
-                let mut s = self.scratch[i].lock().unwrap_or_else(|e| e.into_inner());
+            .for_each(|((((ps, l), v), d), m)| {
+                // Each pool thread its own buffers: a thread runs one chunk at a time
+                // (`forward_cached` does not fork), so the lock is never contended in
+                // the pool this network was built for.
+                let t = rayon::current_thread_index().unwrap_or(0) % threads;
+                let mut s = self.scratch[t].lock().unwrap_or_else(|e| e.into_inner());
                 self.forward_cached(ps, l, (v, d, m), &mut s);
             });
     }

@@ -3,8 +3,8 @@
 use crate::common;
 use bredon_infer::NetEvaluator;
 use bredon_infer::{InferenceKind, forward_raw};
-use bredon_kernels::Scalars;
 use bredon_kernels::fast::{FastNet, Isa};
+use bredon_kernels::{Precision, Scalars};
 use bredon_mcts::Evaluator;
 use bredon_netform::policy::{move_to_index, policy_size};
 use bredon_netform::{NetConfig, PolicyHead};
@@ -260,4 +260,35 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
     let plain = trained(&NetConfig { wdl: false, aux: false, ..cfg }, &positions, 8);
     let e = NetEvaluator::with_kind(plain, 5, InferenceKind::FAST_F32).evaluate_batch(&refs[..2], &lrefs[..2]);
     assert!(e.iter().all(|x| x.draw.is_none() && x.margin.is_none()));
+}
+
+/// A batch's outputs do not depend on how it is cut into chunks over threads: each position
+/// gets what it gets alone, in every precision (natively where the CPU has the units, else
+/// the portable kernel of that arithmetic). Built and run in a pool of four threads, so a
+/// batch splits into one chunk a thread and, from 64 positions, several a thread, on any
+/// machine; the scratch buffers are each pool thread's own.
+#[test]
+fn a_batch_gives_each_position_what_it_gets_alone() {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let (model, meta) = load_exported(&shipped).unwrap();
+    let folded = model.fold(meta.size);
+    let positions = random_positions(meta.size, 130, 11);
+    let refs: Vec<&Position> = positions.iter().collect();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    for precision in [Precision::F32, Precision::Int8, Precision::Bf16] {
+        common::native_or_say_so(precision, "a_batch_gives_each_position_what_it_gets_alone");
+        let net = pool.install(|| FastNet::with_precision(&folded, Isa::detect(), precision));
+        let alone: Vec<(Vec<f32>, Vec<f32>)> = refs.iter().map(|p| pool.install(|| net.forward(&[*p]))).collect();
+        let p = policy_size(meta.size);
+        for batch in [2, 9, 64, 130] {
+            let (logits, values) = pool.install(|| net.forward(&refs[..batch]));
+            for (i, (al, av)) in alone[..batch].iter().enumerate() {
+                // Each row's sums run in the same order whatever its neighbours: only the
+                // kernels' remainder paths could round differently, far under this bound.
+                let dl = logits[i * p..(i + 1) * p].iter().zip(al).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                let dv = (values[i] - av[0]).abs();
+                assert!(dl <= 1e-5 && dv <= 1e-5, "{precision} batch {batch}, position {i}: logits {dl}, value {dv}");
+            }
+        }
+    }
 }
