@@ -83,7 +83,7 @@ fn bf16_agrees_with_single_precision_on_the_shipped_networks() {
     let native = common::native_or_say_so(Precision::Bf16, "bf16_agrees_with_single_precision_on_the_shipped_networks");
     // The portable kernel is slow: fewer positions without AMX.
     let count = |n: usize| if native { n } else { n / 10 };
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     let mut found = Vec::new();
     for name in ["4x4", "5x5", "6x6"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();

@@ -3,6 +3,11 @@
 use bredon_rules::Position;
 use bredon_rules::notation::Ptn;
 
+/// `checkpoints/shipped`: the models the repository ships.
+pub fn shipped_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped")
+}
+
 /// Every unfinished position of the reference games in `shared/data/games` (all 5x5).
 pub fn real_positions() -> Vec<Position> {
     let dir =

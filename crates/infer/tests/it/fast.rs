@@ -134,7 +134,7 @@ fn fast_path_matches_burn_with_the_conv_policy_head() {
 
 #[test]
 fn fast_path_matches_burn_on_the_shipped_models() {
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     // 4x4-v1 predates input versions (it reads version 1); the others have the Tak
     // feature planes and the WDL and auxiliary heads, and 6x6 also global pooling and
     // the pooled value head.
@@ -269,17 +269,17 @@ fn draws_and_margins_agree_on_both_paths_and_across_lanes() {
 /// machine; the scratch buffers are each pool thread's own.
 #[test]
 fn a_batch_gives_each_position_what_it_gets_alone() {
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let shipped = common::shipped_dir().join("6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
     let folded = model.fold(meta.size);
     let positions = random_positions(meta.size, 130, 11);
     let refs: Vec<&Position> = positions.iter().collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    let p = policy_size(meta.size);
     for precision in [Precision::F32, Precision::Int8, Precision::Bf16] {
         common::native_or_say_so(precision, "a_batch_gives_each_position_what_it_gets_alone");
         let net = pool.install(|| FastNet::with_precision(&folded, Isa::detect(), precision));
         let alone: Vec<(Vec<f32>, Vec<f32>)> = refs.iter().map(|p| pool.install(|| net.forward(&[*p]))).collect();
-        let p = policy_size(meta.size);
         for batch in [2, 9, 64, 130] {
             let (logits, values) = pool.install(|| net.forward(&refs[..batch]));
             for (i, (al, av)) in alone[..batch].iter().enumerate() {

@@ -65,7 +65,7 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int
 fn int8_agrees_with_single_precision_on_the_shipped_networks() {
     let native = common::native_or_say_so(Precision::Int8, "int8_agrees_with_single_precision_on_the_shipped_networks");
     let isa = Isa::detect();
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     let mut found = Vec::new();
     for name in ["4x4", "5x5", "6x6"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
@@ -112,7 +112,7 @@ fn auto_picks_int8_where_it_is_native_and_agrees() {
     use bredon_infer::PrecisionChoice;
     use bredon_infer::precision::fast_net;
     let native = common::native_or_say_so(Precision::Int8, "auto_picks_int8_where_it_is_native_and_agrees");
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let shipped = common::shipped_dir().join("6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
     let folded = model.fold(meta.size);
     let (net, why) = fast_net(&folded, PrecisionChoice::Auto);

@@ -222,7 +222,7 @@ fn check_onnx_export_with(cfg: &NetConfig, prepare: impl Fn(&TakNet, &NetConfig)
 
 #[test]
 fn shipped_onnx_models_are_the_exports_of_the_shipped_models() {
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     // Every ONNX file shipped is the export of the model of the same name (the first
     // models' ONNX files left the tree; experiments/seeds/README.md says where they are).
     let mut names: Vec<String> = std::fs::read_dir(&shipped)

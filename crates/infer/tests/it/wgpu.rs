@@ -37,7 +37,7 @@ fn assert_heads_agree(model: &TakNet, positions: &[Position], size: usize, what:
 
 #[test]
 fn shipped_models_give_the_same_outputs_on_wgpu_as_on_the_cpu() {
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     let real = real_positions();
     assert!(real.len() >= 64, "only {} reference positions", real.len());
     let (m5, meta5) = load_exported(&shipped.join("5x5.bredon")).unwrap();
@@ -188,7 +188,7 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
     // The shipped 6x6 network: convolutional policy head, pooled value head, global
     // pooling, win/draw/loss and margin heads. Batches across tile edges (128 rows = 3.6
     // positions) and one (70) that grows the buffers past the 64 positions they start with.
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     use bredon_infer::InferenceKind;
     // On a wgpu device `auto` is these kernels; burn's pass is there when asked for.
     assert_eq!(InferenceKind::WGSL.resolve_for(&wgpu()), InferenceKind::WGSL);
@@ -221,7 +221,7 @@ fn the_wgsl_kernels_give_the_fast_paths_outputs() {
 #[test]
 fn the_tensor_kernels_operands_keep_every_output_within_1e_3() {
     use bredon_kernels::Arithmetic;
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped");
+    let shipped = common::shipped_dir();
     let (m6, _) = load_exported(&shipped.join("6x6.bredon")).unwrap();
     let pairs = Arithmetic::F16Pairs;
     assert_wgsl_agrees_in(pairs, &m6, &random_positions(6, 108, 62), 6, &[1, 37, 70], "shipped 6x6, f16 pairs");
@@ -312,7 +312,7 @@ fn the_batching_service_on_wgpu_gives_the_cpu_priors() {
 fn service_gives_the_cpu_priors(kind: bredon_infer::InferenceKind) {
     use bredon_infer::{InferenceKind, InferenceService};
     use bredon_mcts::Evaluator;
-    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../checkpoints/shipped/6x6.bredon");
+    let shipped = common::shipped_dir().join("6x6.bredon");
     let (model, meta) = load_exported(&shipped).unwrap();
     let cpu = bredon_infer::NetEvaluator::with_kind(model.clone(), 6, InferenceKind::FAST_F32);
     let service = InferenceService::start_with(model.to_device(&wgpu()), meta.size, 256, kind);
