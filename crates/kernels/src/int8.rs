@@ -1,5 +1,6 @@
 //! The residual blocks' convolutions in 8-bit integers (AVX-512 VNNI's `vpdpbusd`): the
-//! fast path's [`Precision::Int8`](crate::Precision::Int8).
+//! fast path's [`Precision::Int8`](crate::Precision::Int8). The first block stays f32
+//! (`INT8_F32_BLOCKS` in `fast.rs`): its inputs quantise worst.
 //!
 //! - **Weights**: signed bytes, one scale per output channel and tap of the 3x3 kernel
 //!   (the largest magnitude of the tap's `c` weights maps to 127: one scale per column
