@@ -8,7 +8,8 @@ the side to move's point of view; the margin head with the real final flat margi
     scripts/endgame-error.py DIR PLAYER [--bredon target/release/bredon] [--model M]
                              [--visits 1] [--games N] [--colour white|black]
 
-DIR is an arena output directory (results.jsonl and games/). PLAYER names the games to
+DIR is an arena output directory (results.jsonl and games/), or a held-out folder of
+experiments/heldout/ (the PTN files beside results.jsonl). PLAYER names the games to
 look at (those PLAYER played; with --colour, only those it played as that colour); the
 positions of both sides are judged.
 """
@@ -56,6 +57,34 @@ def bucket(n: int, edges):
     return "?"
 
 
+def ptn_path(root: Path, rec: dict) -> Path:
+    """A game's PTN file: under games/ in an arena output directory, beside results.jsonl
+    in a held-out folder (experiments/heldout/)."""
+    path = root / rec["ptn_file"]
+    return path if path.exists() else root / Path(rec["ptn_file"]).name
+
+
+def analyse_game(engine, root: Path, rec: dict, ident: str, visits: int) -> list:
+    """`bredon analyse --json`'s answers for every position of one game, up to its last
+    (an error is reported on stderr and ends the list)."""
+    query = {"id": ident, "ptn": ptn_path(root, rec).read_text(), "visits": visits,
+             "komi": rec["half_komi"] / 2, "perspective": "side_to_move"}
+    engine.stdin.write(json.dumps(query) + "\n")
+    engine.stdin.flush()
+    answers = []
+    while True:
+        a = json.loads(engine.stdout.readline())
+        if "error" in a:
+            print(f"{rec['ptn_file']}: {a['error']}", file=sys.stderr)
+            break
+        answers.append(a)
+        # The game's last position: over by the rules, or (a forfeit, a crash, an
+        # adjudication) not, when `bredon analyse` reports no result to stop on.
+        if a["result"] is not None or a["ply"] >= rec["plies"]:
+            break
+    return answers
+
+
 def low_end(name: str) -> int:
     """The lower bound of a bucket's name (`bucket`'s "3-5" or "15+"), to sort by."""
     return int(name.split("-")[0].rstrip("+"))
@@ -93,23 +122,8 @@ def main() -> int:
     bias = defaultdict(lambda: [0, 0.0, 0.0])
     skipped = 0
     for i, rec in enumerate(games):
-        ptn = (root / rec["ptn_file"]).read_text()
-        query = {"id": str(i), "ptn": ptn, "visits": args.visits, "komi": rec["half_komi"] / 2,
-                 "perspective": "side_to_move"}
-        engine.stdin.write(json.dumps(query) + "\n")
-        engine.stdin.flush()
         size, white = rec["size"], score_for_white(rec["result"])
-        answers = []
-        while True:
-            a = json.loads(engine.stdout.readline())
-            if "error" in a:
-                print(f"{rec['ptn_file']}: {a['error']}", file=sys.stderr)
-                break
-            answers.append(a)
-            # The game's last position: over by the rules, or (a forfeit, a crash, an
-            # adjudication) not, when `bredon analyse` reports no result to stop on.
-            if a["result"] is not None or a["ply"] >= rec["plies"]:
-                break
+        answers = analyse_game(engine, root, rec, str(i), args.visits)
         if not answers or answers[-1]["result"] is None:
             # No error, or a game not ended by the rules: its values cannot be judged
             # against a result the position does not show.
