@@ -62,10 +62,14 @@ fn each_bad_query_gets_an_error_naming_its_field_and_the_next_is_answered() {
         assert_eq!(a["model"], "4x4.bredon", "the shipped 4x4 network: {a}");
         assert_eq!(a["ownership"].as_array().map(Vec::len), Some(16), "{a}");
     }
-    // 7x7 has no shipped model: the 6x6 network carried there answers, with its heads.
+    // 7x7 has its own shipped model; 8x8 has none: the nearest size's network (7x7's)
+    // carried there answers, with its heads.
     let a = ask(r#"{"id":"seven","tps":"x7/x7/x7/x7/x7/x7/x7 1 1","visits":16,"ownership":true}"#);
-    assert_eq!(a["model"], "6x6.bredon (a 6x6 network carried to 7x7)", "{a}");
+    assert_eq!(a["model"], "7x7.bredon", "{a}");
     assert_eq!(a["ownership"].as_array().map(Vec::len), Some(49), "{a}");
+    let a = ask(r#"{"id":"eight","tps":"x8/x8/x8/x8/x8/x8/x8/x8 1 1","visits":16,"ownership":true}"#);
+    assert_eq!(a["model"], "7x7.bredon (a 7x7 network carried to 8x8)", "{a}");
+    assert_eq!(a["ownership"].as_array().map(Vec::len), Some(64), "{a}");
     assert!(a["wdl"].is_array() && a["best_move"].is_string(), "{a}");
     drop(stdin);
     assert!(lines.next().is_none(), "nothing more after the end of input");
