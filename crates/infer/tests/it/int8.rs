@@ -56,18 +56,18 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int
     bredon_infer::precision::agreement(&exact, &int8, positions)
 }
 
-/// On the shipped 4x4, 5x5 and 6x6 networks, over the reference games' positions (5x5)
+/// On the shipped 4x4, 5x5, 6x6 and 7x7 networks, over the reference games' positions (5x5)
 /// and random games' (every size): value within 0.02 at the 99th percentile, the same
 /// most likely move in at least 98 % of positions, and a mean policy KL divergence of at
-/// most 0.01 (issue 66's bars). The 6x6 network carried to 3x3, 7x7 and 8x8 (as `bredon
-/// tei` plays those sizes) passes `auto`'s looser check.
+/// most 0.01 (issue 66's bars). The 6x6 network carried to 3x3, 7x7 and 8x8, and the 7x7
+/// one carried to 8x8 (as `bredon tei` plays that size), pass `auto`'s looser check.
 #[test]
 fn int8_agrees_with_single_precision_on_the_shipped_networks() {
     let native = common::native_or_say_so(Precision::Int8, "int8_agrees_with_single_precision_on_the_shipped_networks");
     let isa = Isa::detect();
     let shipped = common::shipped_dir();
     let mut found = Vec::new();
-    for name in ["4x4", "5x5", "6x6"] {
+    for name in ["4x4", "5x5", "6x6", "7x7"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         let mut positions = random_positions(meta.size, if native { 2000 } else { 1000 }, 66);
         if meta.size == 5 {
@@ -81,21 +81,24 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
         eprintln!("{name} int8 ({}) vs f32: {a:?}", if native { "vnni" } else { "portable" });
         found.push((name.to_string(), a));
     }
-    // The sizes without a shipped model of their own, as `bredon tei` plays them: the 6x6
-    // network carried to 3x3, 7x7 and 8x8 (`TakNet::on_size`).
-    let (six, meta) = load_exported(&shipped.join("6x6.bredon")).unwrap();
-    for size in [3, 7, 8] {
-        let (model, _) = six.on_size(&meta.net, size).expect("the 6x6 network plays every size");
-        let mut positions = random_positions(size, if native { 400 } else { 200 }, 67);
-        let mut seen = std::collections::HashSet::new();
-        positions.retain(|p| seen.insert(p.hash()));
-        let a = agreement(&model, size, &positions, isa);
-        eprintln!("6x6 carried to {size}x{size} int8 vs f32: {a:?}");
-        // Not yet held to the bars below: with one activation scale a position, the
-        // 49 and 64 squares of 7x7 and 8x8 quantise more coarsely (measured p99 0.021 and
-        // 0.029, the same top move in 98.4 % and 97.8 %); until per-square scales or
-        // trained 7x7 and 8x8 models, only `auto`'s own check.
-        assert!(a.good_enough(), "6x6 on {size}x{size}: {a:?}");
+    // Networks carried to other sizes (`TakNet::on_size`): the 6x6 one to 3x3, 7x7 and 8x8,
+    // and the 7x7 one to 8x8, the one size without a shipped model of its own that `bredon
+    // tei` plays with it.
+    for (from, sizes) in [("6x6", &[3, 7, 8][..]), ("7x7", &[8][..])] {
+        let (source, meta) = load_exported(&shipped.join(format!("{from}.bredon"))).unwrap();
+        for &size in sizes {
+            let (model, _) = source.on_size(&meta.net, size).expect("a size-independent network plays every size");
+            let mut positions = random_positions(size, if native { 400 } else { 200 }, 67);
+            let mut seen = std::collections::HashSet::new();
+            positions.retain(|p| seen.insert(p.hash()));
+            let a = agreement(&model, size, &positions, isa);
+            eprintln!("{from} carried to {size}x{size} int8 vs f32: {a:?}");
+            // Not yet held to the bars below: with one activation scale a position, the 64
+            // squares of 8x8 quantise more coarsely (2026-12-07, the first block in f32: the
+            // 6x6 network there p99 0.016 and the same top move in 97.8 %); until per-square
+            // scales or a trained 8x8 model, only `auto`'s own check.
+            assert!(a.good_enough(), "{from} on {size}x{size}: {a:?}");
+        }
     }
     for (name, a) in found {
         assert!(a.value_p99 <= 0.02, "{name}: {a:?}");
