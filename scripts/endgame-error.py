@@ -64,10 +64,10 @@ def ptn_path(root: Path, rec: dict) -> Path:
     return path if path.exists() else root / Path(rec["ptn_file"]).name
 
 
-def analyse_game(engine, root: Path, rec: dict, ident: str, visits: int) -> list:
-    """`bredon analyse --json`'s answers for every position of one game, up to its last
-    (an error is reported on stderr and ends the list)."""
-    query = {"id": ident, "ptn": ptn_path(root, rec).read_text(), "visits": visits,
+def analyse_game(engine, ptn: str, rec: dict, ident: str, visits: int) -> list:
+    """`bredon analyse --json`'s answers for every position of one game (its PTN text and
+    results.jsonl record), up to its last (an error is reported on stderr and ends the list)."""
+    query = {"id": ident, "ptn": ptn, "visits": visits,
              "komi": rec["half_komi"] / 2, "perspective": "side_to_move"}
     engine.stdin.write(json.dumps(query) + "\n")
     engine.stdin.flush()
@@ -123,7 +123,7 @@ def main() -> int:
     skipped = 0
     for i, rec in enumerate(games):
         size, white = rec["size"], score_for_white(rec["result"])
-        answers = analyse_game(engine, root, rec, str(i), args.visits)
+        answers = analyse_game(engine, ptn_path(root, rec).read_text(), rec, str(i), args.visits)
         if not answers or answers[-1]["result"] is None:
             # No error, or a game not ended by the rules: its values cannot be judged
             # against a result the position does not show.
