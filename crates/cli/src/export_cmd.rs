@@ -1,7 +1,7 @@
 //! `bredon export`: a checkpoint as one self-contained model file for play, or as ONNX.
 
 use anyhow::{Context, Result, bail};
-use bredon_nn::{export_model, load_exported};
+use bredon_nn::{average, export_model, load_exported};
 use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::{Generation, RunDir};
 use std::path::PathBuf;
@@ -17,6 +17,11 @@ pub struct ExportArgs {
     /// With `--run`: the generation to export instead of the latest.
     #[arg(long, requires = "run")]
     pub generation: Option<u32>,
+    /// With `--run`: export the mean of the weights of this many consecutive checkpoints
+    /// ending at the exported generation (KataGo's averaged snapshots; 1 = that checkpoint
+    /// alone). The file is named `gen-NNNN-avgN.bredon` by default.
+    #[arg(long, requires = "run", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub average: u32,
     /// Output file (default: `<run>/exports/<checkpoint>.bredon`, or next to the checkpoint;
     /// `.onnx` with `--format onnx`).
     #[arg(long, short)]
@@ -38,6 +43,8 @@ pub enum ExportFormat {
 
 /// Writes the model file and checks that it loads back.
 pub fn run(args: ExportArgs) -> Result<()> {
+    // The checkpoints averaged with the exported one (`--average`), oldest first.
+    let mut averaged: Vec<PathBuf> = Vec::new();
     let (dir, default_out) = match (&args.checkpoint, &args.run) {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
@@ -59,11 +66,37 @@ pub fn run(args: ExportArgs) -> Result<()> {
                 Some(g) => Generation(g),
                 None => run.latest()?.with_context(|| format!("{location} has no checkpoint yet"))?,
             };
-            (run.checkpoint_dir(generation), run.exports_dir().join(format!("{generation}.bredon")))
+            if args.average > generation.0 + 1 {
+                bail!("--average {} needs generations back to {generation} - {}, and the run starts at gen-0000", args.average, args.average - 1);
+            }
+            for g in (generation.0 + 1 - args.average)..generation.0 {
+                if let Some(r) = &opened.remote {
+                    r.pull_checkpoint(Generation(g), CheckpointFiles::Model)?;
+                }
+                averaged.push(run.checkpoint_dir(Generation(g)));
+            }
+            let name = if args.average > 1 { format!("{generation}-avg{}", args.average) } else { generation.to_string() };
+            (run.checkpoint_dir(generation), run.exports_dir().join(format!("{name}.bredon")))
         }
         _ => bail!("give a checkpoint directory or --run DIR"),
     };
-    let (model, meta) = load_exported(&dir).with_context(|| format!("loading checkpoint {}", dir.display()))?;
+    let load = |dir: &PathBuf| load_exported(dir).with_context(|| format!("loading checkpoint {}", dir.display()));
+    let (model, meta) = if averaged.is_empty() {
+        load(&dir)?
+    } else {
+        averaged.push(dir.clone());
+        let models = averaged.iter().map(load).collect::<Result<Vec<_>>>()?;
+        let (model, meta) = average(&models).context("averaging the checkpoints")?;
+        eprintln!(
+            "averaged {} checkpoints, {} to {} (steps {} to {})",
+            models.len(),
+            models[0].1.generation,
+            meta.generation,
+            models[0].1.step,
+            meta.step
+        );
+        (model, meta)
+    };
     let onnx = args.format == ExportFormat::Onnx;
     let out = args.out.unwrap_or(if onnx { default_out.with_extension("onnx") } else { default_out });
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

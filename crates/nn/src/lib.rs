@@ -20,6 +20,7 @@
 //! - [`error`]: [`ModelError`] (checkpoints, exports).
 
 pub mod activity;
+pub mod average;
 pub mod checkpoint;
 pub mod device;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod rows;
 pub mod train;
 pub mod weights;
 
+pub use average::{AverageError, average};
 pub use checkpoint::{export_model, load_exported, load_model, save_model};
 pub use error::ModelError;
 pub use heads::{HeadDifference, HeadValues, Heads, HeadsError, Wdl, compare_devices};

@@ -279,6 +279,23 @@ fn exported_model_plays_and_analyses() {
     std::fs::write(&game, "[Size \"3\"]\n\n1. a1 c3\n2. b2 a3\n").unwrap();
     let out = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&file).args(["--visits", "50"]));
     assert_eq!(out.lines().count(), 2 + 4 + 1, "{out}");
+    // The mean of gen-0000's and gen-0001's weights: named for the newest, a model of its
+    // own (neither checkpoint's bytes) that plays; more checkpoints than the run has is
+    // a clear error.
+    let out = checked(bredon().args(["export", "--average", "2", "--run"]).arg(&run));
+    let averaged = run.join("exports").join("gen-0001-avg2.bredon");
+    assert!(out.contains("gen-0001-avg2.bredon") && out.contains("generation 1"), "{out}");
+    let plain = checked(bredon().args(["export", "--generation", "0", "--run"]).arg(&run));
+    assert!(plain.contains("generation 0"), "{plain}");
+    let mean = std::fs::read(&averaged).unwrap();
+    for other in [file.clone(), run.join("exports").join("gen-0000.bredon")] {
+        assert_ne!(mean, std::fs::read(&other).unwrap(), "the average is {}", other.display());
+    }
+    let out = checked(bredon().arg("analyse").arg(&game).arg("--model").arg(&averaged).args(["--visits", "50"]));
+    assert_eq!(out.lines().count(), 2 + 4 + 1, "{out}");
+    let bad = bredon().args(["export", "--average", "3", "--run"]).arg(&run).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("starts at gen-0000"), "{}", String::from_utf8_lossy(&bad.stderr));
     let out = checked(
         bredon()
             .arg("play")
