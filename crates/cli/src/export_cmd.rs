@@ -67,7 +67,11 @@ pub fn run(args: ExportArgs) -> Result<()> {
                 None => run.latest()?.with_context(|| format!("{location} has no checkpoint yet"))?,
             };
             if args.average > generation.0 + 1 {
-                bail!("--average {} needs generations back to {generation} - {}, and the run starts at gen-0000", args.average, args.average - 1);
+                bail!(
+                    "--average {} needs {} checkpoints ending at {generation}, and the run starts at gen-0000",
+                    args.average,
+                    args.average
+                );
             }
             for g in (generation.0 + 1 - args.average)..generation.0 {
                 if let Some(r) = &opened.remote {
@@ -75,7 +79,8 @@ pub fn run(args: ExportArgs) -> Result<()> {
                 }
                 averaged.push(run.checkpoint_dir(Generation(g)));
             }
-            let name = if args.average > 1 { format!("{generation}-avg{}", args.average) } else { generation.to_string() };
+            let name =
+                if args.average > 1 { format!("{generation}-avg{}", args.average) } else { generation.to_string() };
             (run.checkpoint_dir(generation), run.exports_dir().join(format!("{name}.bredon")))
         }
         _ => bail!("give a checkpoint directory or --run DIR"),

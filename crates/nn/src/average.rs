@@ -18,7 +18,9 @@ pub enum AverageError {
     #[error("no networks to average")]
     Empty,
     /// A network differs from the first in architecture, size or komi.
-    #[error("network {index} is a {size}x{size} {net} (half komi {half_komi}); the first is a {first_size}x{first_size} {first_net} (half komi {first_half_komi}): only checkpoints of one architecture, size and komi average")]
+    #[error(
+        "network {index} is a {size}x{size} {net} (half komi {half_komi}); the first is a {first_size}x{first_size} {first_net} (half komi {first_half_komi}): only checkpoints of one architecture, size and komi average"
+    )]
     Mismatch {
         /// Its position in the list (0-based).
         index: usize,

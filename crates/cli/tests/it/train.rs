@@ -295,7 +295,11 @@ fn exported_model_plays_and_analyses() {
     assert_eq!(out.lines().count(), 2 + 4 + 1, "{out}");
     let bad = bredon().args(["export", "--average", "3", "--run"]).arg(&run).output().unwrap();
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("starts at gen-0000"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("starts at gen-0000"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     let out = checked(
         bredon()
             .arg("play")
