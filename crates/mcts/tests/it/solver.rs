@@ -129,7 +129,9 @@ const TALL_STACKS: &str =
 /// clock only every 256 defender positions, while each attacker position tried every move
 /// as a threat in between (about 1.3 ms a position on `TALL_STACKS`), so there a 20 ms
 /// share took 300–450 ms and `bredon tei` lost that game on time. The slack below is
-/// generous (a loaded machine), far under what the old solver overran by (343 ms).
+/// generous (a loaded machine), far under what the old solver overran by (343 ms). A
+/// thread the OS leaves unscheduled overruns any deadline, so a position gets three tries
+/// and the fastest counts: a solver that ignores its deadline overruns all three.
 #[test]
 fn the_deadline_is_kept_where_positions_are_slow_to_search() {
     use std::time::{Duration, Instant};
@@ -139,15 +141,23 @@ fn the_deadline_is_kept_where_positions_are_slow_to_search() {
     let tall = bredon_rules::notation::parse_tps(TALL_STACKS).unwrap();
     positions.push(tall);
     let share = Duration::from_millis(10);
+    let slack = Duration::from_millis(60);
     for pos in &positions {
-        let start = Instant::now();
-        let budget = SolverBudget { nodes: u64::MAX, deadline: Some(start + share), ..SolverBudget::default() };
-        let sol = RootSolver::new(budget).solve(pos);
-        let took = start.elapsed();
+        let mut tries = Vec::new();
+        for _ in 0..3 {
+            let start = Instant::now();
+            let budget = SolverBudget { nodes: u64::MAX, deadline: Some(start + share), ..SolverBudget::default() };
+            let sol = RootSolver::new(budget).solve(pos);
+            tries.push((start.elapsed(), sol.nodes));
+            if tries.last().unwrap().0 < share + slack {
+                break;
+            }
+        }
+        let (took, nodes) = *tries.iter().min().unwrap();
         assert!(
-            took < share + Duration::from_millis(60),
-            "{took:?} for a {share:?} deadline ({} positions) at {}",
-            sol.nodes,
+            took < share + slack,
+            "{took:?} at best of {} tries for a {share:?} deadline ({nodes} positions) at {}: {tries:?}",
+            tries.len(),
             write_tps(pos)
         );
     }
