@@ -62,14 +62,18 @@ fn each_bad_query_gets_an_error_naming_its_field_and_the_next_is_answered() {
         assert_eq!(a["model"], "4x4.bredon", "the shipped 4x4 network: {a}");
         assert_eq!(a["ownership"].as_array().map(Vec::len), Some(16), "{a}");
     }
-    // 7x7 has its own shipped model; 8x8 has none: the nearest size's network (7x7's)
-    // carried there answers, with its heads.
+    // 7x7 and 8x8 have their own shipped models; 3x3 has none: the nearest size's network
+    // without a layer sized by its board (5x5's: the 4x4 one is dense) carried there
+    // answers, with its heads.
     let a = ask(r#"{"id":"seven","tps":"x7/x7/x7/x7/x7/x7/x7 1 1","visits":16,"ownership":true}"#);
     assert_eq!(a["model"], "7x7.bredon", "{a}");
     assert_eq!(a["ownership"].as_array().map(Vec::len), Some(49), "{a}");
     let a = ask(r#"{"id":"eight","tps":"x8/x8/x8/x8/x8/x8/x8/x8 1 1","visits":16,"ownership":true}"#);
-    assert_eq!(a["model"], "7x7.bredon (a 7x7 network carried to 8x8)", "{a}");
+    assert_eq!(a["model"], "8x8.bredon", "{a}");
     assert_eq!(a["ownership"].as_array().map(Vec::len), Some(64), "{a}");
+    let a = ask(r#"{"id":"three","tps":"x3/x3/x3 1 1","visits":16,"ownership":true}"#);
+    assert_eq!(a["model"], "5x5.bredon (a 5x5 network carried to 3x3)", "{a}");
+    assert_eq!(a["ownership"].as_array().map(Vec::len), Some(9), "{a}");
     assert!(a["wdl"].is_array() && a["best_move"].is_string(), "{a}");
     drop(stdin);
     assert!(lines.next().is_none(), "nothing more after the end of input");

@@ -74,9 +74,9 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], por
     bredon_infer::precision::agreement(&exact, &bf16, positions)
 }
 
-/// On the shipped 4x4, 5x5, 6x6 and 7x7 networks, over the reference games' positions (5x5)
+/// On the shipped 4x4, 5x5, 6x6, 7x7 and 8x8 networks, over the reference games' positions (5x5)
 /// and random games' (every size), and on the 6x6 network carried to 3x3, 7x7 and 8x8 and
-/// the 7x7 one carried to 8x8 (as `bredon tei` plays that size):
+/// the 7x7 one carried to 8x8 (as `bredon tei` played that size before its own model):
 /// value within 0.02 at the 99th percentile, the same most likely move in at least 98 %
 /// of positions, and a mean policy KL divergence of at most 0.01 (issue 66's bars).
 #[test]
@@ -86,7 +86,7 @@ fn bf16_agrees_with_single_precision_on_the_shipped_networks() {
     let count = |n: usize| if native { n } else { n / 10 };
     let shipped = common::shipped_dir();
     let mut found = Vec::new();
-    for name in ["4x4", "5x5", "6x6", "7x7"] {
+    for name in ["4x4", "5x5", "6x6", "7x7", "8x8"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         let mut positions = random_positions(meta.size, count(2000), 66);
         if meta.size == 5 {

@@ -56,7 +56,7 @@ fn agreement(model: &bredon_nn::TakNet, size: usize, positions: &[Position], int
     bredon_infer::precision::agreement(&exact, &int8, positions)
 }
 
-/// On the shipped 4x4, 5x5, 6x6 and 7x7 networks, over the reference games' positions (5x5)
+/// On the shipped 4x4, 5x5, 6x6, 7x7 and 8x8 networks, over the reference games' positions (5x5)
 /// and random games' (every size): value within 0.02 at the 99th percentile, the same
 /// most likely move in at least 98 % of positions, and a mean policy KL divergence of at
 /// most 0.01 (issue 66's bars). The 6x6 network carried to 3x3, 7x7 and 8x8, and the 7x7
@@ -67,7 +67,7 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
     let isa = Isa::detect();
     let shipped = common::shipped_dir();
     let mut found = Vec::new();
-    for name in ["4x4", "5x5", "6x6", "7x7"] {
+    for name in ["4x4", "5x5", "6x6", "7x7", "8x8"] {
         let (model, meta) = load_exported(&shipped.join(format!("{name}.bredon"))).unwrap();
         let mut positions = random_positions(meta.size, if native { 2000 } else { 1000 }, 66);
         if meta.size == 5 {
@@ -82,8 +82,8 @@ fn int8_agrees_with_single_precision_on_the_shipped_networks() {
         found.push((name.to_string(), a));
     }
     // Networks carried to other sizes (`TakNet::on_size`): the 6x6 one to 3x3, 7x7 and 8x8,
-    // and the 7x7 one to 8x8, the one size without a shipped model of its own that `bredon
-    // tei` plays with it.
+    // and the 7x7 one to 8x8, as `bredon tei` played 8x8 before it had a model of its own
+    // (the path `--init-from` takes to start a run on another size).
     for (from, sizes) in [("6x6", &[3, 7, 8][..]), ("7x7", &[8][..])] {
         let (source, meta) = load_exported(&shipped.join(format!("{from}.bredon"))).unwrap();
         for &size in sizes {

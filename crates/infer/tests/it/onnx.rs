@@ -232,7 +232,7 @@ fn shipped_onnx_models_are_the_exports_of_the_shipped_models() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    for current in ["4x4", "5x5", "6x6", "7x7"] {
+    for current in ["4x4", "5x5", "6x6", "7x7", "8x8"] {
         assert!(names.iter().any(|n| n == current), "checkpoints/shipped/{current}.onnx is missing: {names:?}");
     }
     for name in &names {
