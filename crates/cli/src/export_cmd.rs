@@ -43,13 +43,12 @@ pub enum ExportFormat {
 
 /// Writes the model file and checks that it loads back.
 pub fn run(args: ExportArgs) -> Result<()> {
-    // The checkpoints averaged with the exported one (`--average`), oldest first.
-    let mut averaged: Vec<PathBuf> = Vec::new();
-    let (dir, default_out) = match (&args.checkpoint, &args.run) {
+    // The checkpoints to export, oldest first: one, or the `--average` ones ending at it.
+    let (dirs, default_out) = match (&args.checkpoint, &args.run) {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
-            (dir.clone(), dir.with_file_name(format!("{name}.bredon")))
+            (vec![dir.clone()], dir.with_file_name(format!("{name}.bredon")))
         }
         (None, Some(location)) => {
             // A run on an object store: the checkpoint is fetched into a local copy, and
@@ -73,24 +72,25 @@ pub fn run(args: ExportArgs) -> Result<()> {
                     args.average
                 );
             }
-            for g in (generation.0 + 1 - args.average)..generation.0 {
-                if let Some(r) = &opened.remote {
+            let first = generation.0 + 1 - args.average;
+            if let Some(r) = &opened.remote {
+                // The exported generation itself was fetched above.
+                for g in first..generation.0 {
                     r.pull_checkpoint(Generation(g), CheckpointFiles::Model)?;
                 }
-                averaged.push(run.checkpoint_dir(Generation(g)));
             }
+            let dirs = (first..=generation.0).map(|g| run.checkpoint_dir(Generation(g))).collect();
             let name =
                 if args.average > 1 { format!("{generation}-avg{}", args.average) } else { generation.to_string() };
-            (run.checkpoint_dir(generation), run.exports_dir().join(format!("{name}.bredon")))
+            (dirs, run.exports_dir().join(format!("{name}.bredon")))
         }
         _ => bail!("give a checkpoint directory or --run DIR"),
     };
     let load = |dir: &PathBuf| load_exported(dir).with_context(|| format!("loading checkpoint {}", dir.display()));
-    let (model, meta) = if averaged.is_empty() {
-        load(&dir)?
+    let mut models = dirs.iter().map(load).collect::<Result<Vec<_>>>()?;
+    let (model, meta) = if models.len() == 1 {
+        models.pop().expect("one model")
     } else {
-        averaged.push(dir.clone());
-        let models = averaged.iter().map(load).collect::<Result<Vec<_>>>()?;
         let (model, meta) = average(&models).context("averaging the checkpoints")?;
         eprintln!(
             "averaged {} checkpoints, {} to {} (steps {} to {})",

@@ -92,24 +92,16 @@ fn bf16_agrees_with_single_precision_on_the_shipped_networks() {
         if meta.size == 5 {
             positions.extend(common::real_positions().into_iter().step_by(if native { 1 } else { 10 }));
         }
-        // Each position once (random games repeat their first plies).
-        let mut seen = std::collections::HashSet::new();
-        positions.retain(|p| seen.insert(p.hash()));
+        let positions = common::distinct(positions);
         let a = agreement(&model, meta.size, &positions, !native);
         eprintln!("{name} bf16 ({}) vs f32: {a:?}", if native { "amx" } else { "portable" });
         found.push((name.to_string(), a));
     }
-    for (from, sizes) in [("6x6", &[3, 7, 8][..]), ("7x7", &[8][..])] {
-        let (source, meta) = load_exported(&shipped.join(format!("{from}.bredon"))).unwrap();
-        for &size in sizes {
-            let (model, _) = source.on_size(&meta.net, size).expect("a size-independent network plays every size");
-            let mut positions = random_positions(size, count(400), 67);
-            let mut seen = std::collections::HashSet::new();
-            positions.retain(|p| seen.insert(p.hash()));
-            let a = agreement(&model, size, &positions, !native);
-            eprintln!("{from} carried to {size}x{size} bf16 vs f32: {a:?}");
-            found.push((format!("{from} on {size}x{size}"), a));
-        }
+    for (from, model, size) in common::carried_shipped() {
+        let positions = common::distinct(random_positions(size, count(400), 67));
+        let a = agreement(&model, size, &positions, !native);
+        eprintln!("{from} carried to {size}x{size} bf16 vs f32: {a:?}");
+        found.push((format!("{from} on {size}x{size}"), a));
     }
     for (name, a) in found {
         assert!(a.value_p99 <= 0.02, "{name}: {a:?}");

@@ -32,6 +32,30 @@ pub fn random_positions(size: usize, n: usize, seed: u64) -> Vec<Position> {
     bredon_netform::positions::random_positions_within(size, n, seed, 3 * size * size)
 }
 
+/// `positions` with each position once: random games repeat their first plies, and one
+/// position counted a hundred times would weigh as much as a hundred.
+pub fn distinct(mut positions: Vec<Position>) -> Vec<Position> {
+    let mut seen = std::collections::HashSet::new();
+    positions.retain(|p| seen.insert(p.hash()));
+    positions
+}
+
+/// The shipped networks carried to other sizes (`TakNet::on_size`, the path `--init-from`
+/// takes to start a run on another size, and `bredon tei`'s for a size without a model):
+/// the 6x6 one to 3x3, 7x7 and 8x8, and the 7x7 one to 8x8, as (the source's name, the
+/// carried network, its size).
+pub fn carried_shipped() -> Vec<(&'static str, bredon_nn::TakNet, usize)> {
+    let mut out = Vec::new();
+    for (from, sizes) in [("6x6", &[3, 7, 8][..]), ("7x7", &[8][..])] {
+        let (source, meta) = bredon_nn::load_exported(&shipped_dir().join(format!("{from}.bredon"))).unwrap();
+        for &size in sizes {
+            let (model, _) = source.on_size(&meta.net, size).expect("a size-independent network plays every size");
+            out.push((from, model, size));
+        }
+    }
+    out
+}
+
 /// `model` (a network of `cfg`) with every tensor whose name contains one of `names`
 /// replaced by values drawn from N(0, `std`²): weights that start at zero (the global
 /// pooling layers) made to matter.
