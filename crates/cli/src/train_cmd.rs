@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_selfplay::config::RunConfig;
-use bredon_selfplay::curriculum::{CURRICULUM_FILE, Curriculum, CurriculumEnd, train_curriculum};
+use bredon_selfplay::curriculum::{CURRICULUM_FILE, Curriculum, CurriculumEnd, CurriculumStart, train_curriculum};
 use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::train::{TrainOptions, open_run, train};
@@ -57,6 +57,12 @@ pub struct TrainArgs {
     /// starting empty. Same board size; local runs.
     #[arg(long, value_name = "RUN", requires = "init_from")]
     window_from: Option<PathBuf>,
+    /// A new curriculum begins at this stage (its name, or its number from 1) from the
+    /// --init-from model, which stands for the stages before it (they are marked
+    /// skipped): a 5x5 network trained elsewhere for a 6x6 stage, or a curriculum whose
+    /// directory was lost with its machine, continued from an export of its stage.
+    #[arg(long, value_name = "STAGE", requires = "init_from")]
+    start_stage: Option<String>,
 }
 
 /// Arguments of `bredon selfplay`.
@@ -124,6 +130,11 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     };
     if curriculum_text.is_some() || opened.dir.join(CURRICULUM_FILE).is_file() {
         return run_curriculum(&args, &opened, curriculum_text.as_deref(), device);
+    }
+    if let Some(stage) = &args.start_stage {
+        bail!(
+            "--start-stage {stage}: the config has no [[stage]] entries (a single run starts with --init-from alone)"
+        );
     }
     let (given, text) = match &args.config {
         Some(p) => {
@@ -197,15 +208,13 @@ fn run_curriculum(
             ..TrainOptions::default()
         })
     };
-    let end = train_curriculum(
-        &opened.dir,
-        text,
-        args.init_from.clone(),
-        args.init_minutes,
-        args.window_from.clone(),
-        &options,
-        stop_flag(),
-    )?;
+    let start = CurriculumStart {
+        init_from: args.init_from.clone(),
+        init_minutes: args.init_minutes,
+        window_from: args.window_from.clone(),
+        start_stage: args.start_stage.clone(),
+    };
+    let end = train_curriculum(&opened.dir, text, start, &options, stop_flag())?;
     match end {
         CurriculumEnd::Finished => eprintln!("done: every stage of {} is trained", opened.dir.display()),
         CurriculumEnd::Stopped => {

@@ -198,6 +198,10 @@ pub struct StageDone {
     /// Minutes of training behind its newest checkpoint, earlier stages (and the
     /// curriculum's `--init-from` model) included.
     pub total_minutes: f64,
+    /// Set when the stage was not trained here: the curriculum began at a later stage
+    /// (`--start-stage`) from this model, which stands for this stage's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_for: Option<PathBuf>,
 }
 
 fn read_done(path: &Path) -> Result<Option<StageDone>> {
@@ -222,24 +226,74 @@ pub enum CurriculumEnd {
     Stopped,
 }
 
+/// How a new curriculum starts (`bredon train`'s `--init-from`, `--init-minutes`,
+/// `--window-from` and `--start-stage`); a curriculum that exists ignores it.
+#[derive(Clone, Debug, Default)]
+pub struct CurriculumStart {
+    /// The first stage trained starts from this model instead of random weights.
+    pub init_from: Option<PathBuf>,
+    /// Minutes of training behind `init_from` (for the Elo curves).
+    pub init_minutes: Option<f64>,
+    /// The first stage trained starts its replay window with this run's games.
+    pub window_from: Option<PathBuf>,
+    /// Begin at this stage (its name, or its number from 1), from `init_from`: the
+    /// stages before it are marked skipped (their `stage-done.json` names the model).
+    /// For a model trained elsewhere (a shipped 5x5 network for the 6x6 stage) or a
+    /// curriculum whose directory was lost with its machine.
+    pub start_stage: Option<String>,
+}
+
+impl Curriculum {
+    /// The index of the stage `given` names: its name, or its number from 1.
+    pub fn stage_index(&self, given: &str) -> Result<usize> {
+        if let Some(i) = self.stages.iter().position(|s| s.name == given) {
+            return Ok(i);
+        }
+        match given.parse::<usize>() {
+            Ok(n) if (1..=self.stages.len()).contains(&n) => Ok(n - 1),
+            _ => Err(RunError::UnknownStage {
+                given: given.to_string(),
+                names: self
+                    .stages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| format!("{} {}", i + 1, s.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+}
+
 /// Runs (or resumes) a curriculum in `root`. `config_text` is needed to create it (the
 /// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
 /// own copy. `options` gives each stage's [`TrainOptions`] from its config and run
-/// directory (the device, the checkpoint hook); `init_from` / `init_minutes` start the
-/// first stage from a trained model, and `window_from` its replay window from another
-/// run's games. A later stage on the board of the stage before it starts its window
-/// with that stage's games (a growth stage distils the smaller net's own data); a stage
-/// on another board starts empty.
+/// directory (the device, the checkpoint hook); `start` can begin a new curriculum from
+/// a trained model, its window from another run's games, and at a later stage
+/// ([`CurriculumStart`]). A later stage on the board of the stage before it starts its
+/// window with that stage's games (a growth stage distils the smaller net's own data);
+/// a stage on another board starts empty.
 pub fn train_curriculum(
     root: &Path,
     config_text: Option<&str>,
-    init_from: Option<PathBuf>,
-    init_minutes: Option<f64>,
-    window_from: Option<PathBuf>,
+    start: CurriculumStart,
     options: &StageOptions<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<CurriculumEnd> {
+    let CurriculumStart { init_from, init_minutes, window_from, start_stage } = start;
     let saved = root.join(CURRICULUM_FILE);
+    if let Some(stage) = &start_stage {
+        let why = if saved.is_file() {
+            Some("the curriculum exists already (it resumes where it was: drop --start-stage)")
+        } else if init_from.is_none() {
+            Some("give --init-from MODEL: the model that stands for the stages before it")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(RunError::StartStage { stage: stage.clone(), why });
+        }
+    }
     let curriculum = if saved.is_file() {
         let own = Curriculum::load(&saved)?;
         if let Some(text) = config_text
@@ -253,17 +307,47 @@ pub fn train_curriculum(
             return Err(RunError::NotARun { path: root.to_path_buf(), config_given: false });
         };
         let c = Curriculum::from_toml(text)?;
+        // Checked before anything is written, so that a wrong name leaves no directory.
+        let first = start_stage.as_deref().map(|s| c.stage_index(s)).transpose()?.unwrap_or(0);
         std::fs::create_dir_all(root).map_err(|source| RunError::Io {
             doing: "creating",
             path: root.into(),
             source,
         })?;
+        if let Some(from) = init_from.as_ref().filter(|_| first > 0) {
+            for index in 0..first {
+                let dir = c.stage_dir(root, index);
+                std::fs::create_dir_all(&dir).map_err(|source| RunError::Io {
+                    doing: "creating",
+                    path: dir.clone(),
+                    source,
+                })?;
+                let skipped = StageDone {
+                    name: c.stages[index].name.clone(),
+                    generation: 0,
+                    stage_minutes: 0.0,
+                    total_minutes: init_minutes.unwrap_or(0.0),
+                    skipped_for: Some(from.clone()),
+                };
+                atomic_write(&dir.join(STAGE_DONE_FILE), &bredon_storage::integrity::to_checked_json(&skipped, &[])?)?;
+                eprintln!(
+                    "stage {}/{} {}: skipped (--start-stage), {} stands for it",
+                    index + 1,
+                    c.stages.len(),
+                    c.stages[index].name,
+                    from.display()
+                );
+            }
+        }
+        // The copy last: a kill before it leaves a directory that a new `--start-stage`
+        // finishes setting up.
         atomic_write(&saved, text.as_bytes())?;
         c
     };
     let count = curriculum.stages.len();
-    // The previous stage's newest checkpoint and the minutes behind it.
-    let mut previous: Option<(PathBuf, f64)> = init_from.map(|p| (p, init_minutes.unwrap_or(0.0)));
+    // The previous stage's newest checkpoint and the minutes behind it (for the
+    // `--init-from` model: as given, or None to read them from its state.json).
+    let mut previous: Option<(PathBuf, Option<f64>)> = init_from.map(|p| (p, init_minutes));
     let mut first_init = true;
     for (index, stage) in curriculum.stages.iter().enumerate() {
         let dir = curriculum.stage_dir(root, index);
@@ -271,8 +355,15 @@ pub fn train_curriculum(
         let done_path = dir.join(STAGE_DONE_FILE);
         let tag = StageTag { number: index + 1, of: count, name: stage.name.clone() };
         if let Some(done) = read_done(&done_path)? {
-            previous = Some((run.checkpoint_dir(crate::generation::Generation(done.generation)), done.total_minutes));
-            first_init = false;
+            previous = Some(match done.skipped_for {
+                // The model given for the stages skipped: the next stage is the first
+                // one trained, started as `--init-from` says.
+                Some(model) => (model, init_minutes.or(Some(done.total_minutes))),
+                None => {
+                    first_init = false;
+                    (run.checkpoint_dir(crate::generation::Generation(done.generation)), Some(done.total_minutes))
+                }
+            });
             continue;
         }
         let text = toml::to_string(&stage.config).expect("a run config serialises");
@@ -296,7 +387,7 @@ pub fn train_curriculum(
                 opts.init_from = Some(from.clone());
                 // The first stage's model from `--init-from`: its minutes as given (or
                 // from its state.json); later stages: the minutes behind the previous one.
-                opts.init_minutes = if first_init { init_minutes } else { Some(*minutes) };
+                opts.init_minutes = *minutes;
                 opts.window_from = if first_init {
                     window_from.clone()
                 } else {
@@ -325,10 +416,11 @@ pub fn train_curriculum(
             generation: latest.number(),
             stage_minutes,
             total_minutes: before + stage_minutes,
+            skipped_for: None,
         };
         atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;
         eprintln!("{tag}: done at {latest} after {stage_minutes:.1} minutes ({:.1} in all)", done.total_minutes);
-        previous = Some((run.checkpoint_dir(latest), done.total_minutes));
+        previous = Some((run.checkpoint_dir(latest), Some(done.total_minutes)));
         first_init = false;
     }
     Ok(CurriculumEnd::Finished)

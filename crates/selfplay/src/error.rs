@@ -187,6 +187,22 @@ pub enum RunError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// `--start-stage` names no stage of the curriculum.
+    #[error("--start-stage {given}: the curriculum's stages are {names} (give a name or a number from 1)")]
+    UnknownStage {
+        /// What was given.
+        given: String,
+        /// The stages' names, listed.
+        names: String,
+    },
+    /// `--start-stage` on a curriculum that exists already, or without a model to start from.
+    #[error("--start-stage {stage}: {why}")]
+    StartStage {
+        /// The stage given.
+        stage: String,
+        /// Why it cannot apply.
+        why: &'static str,
+    },
     /// Another trainer holds the run's lock.
     #[error("{} is in use: {holder} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)", run.display(), lock.display())]
     Locked {

@@ -704,6 +704,79 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("[[stage]]"));
 }
 
+/// `--start-stage` begins a new curriculum at a later stage from a model trained
+/// elsewhere (here a one-generation 3x3 run): the stages before it are marked skipped,
+/// naming the model, and the stage starts from that model with the minutes given. A
+/// stage the curriculum lacks is refused before anything is written, and so is
+/// `--start-stage` on a curriculum that exists or on a single run's config.
+#[test]
+fn a_curriculum_can_begin_at_a_later_stage_from_a_given_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("single")).unwrap();
+    let single = TinyConfig::new(1).write(&dir.path().join("single"));
+    let elsewhere = dir.path().join("elsewhere");
+    checked(&mut train(&single, &elsewhere, &[]));
+    let model = elsewhere.join("checkpoints/gen-0001");
+    let stage = |name: &str, extra: Option<(&str, &str)>| {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), name.into());
+        t.insert("generations".into(), 1.into());
+        if let Some((k, v)) = extra {
+            t.insert(k.into(), toml::Value::Table(toml::from_str(v).unwrap()));
+        }
+        toml::Value::Table(t)
+    };
+    let config = TinyConfig::new(1)
+        .top("stage", vec![stage("3x3", None), stage("4x4", Some(("game", "size = 4")))])
+        .write(dir.path());
+    let run = dir.path().join("run");
+    let start = |stage: &str, run: &Path| {
+        let mut c = train(&config, run, &["--start-stage", stage, "--init-from"]);
+        c.arg(&model).args(["--init-minutes", "7"]);
+        c
+    };
+
+    let unknown = start("5x5", &run).output().unwrap();
+    assert!(!unknown.status.success(), "{}", common::text(&unknown));
+    assert!(common::text(&unknown).contains("the curriculum's stages are 1 3x3, 2 4x4"), "{}", common::text(&unknown));
+    assert!(!run.exists(), "a refused start writes nothing");
+
+    let err = checked_err(&mut start("4x4", &run));
+    assert!(err.contains("stage 1/2 3x3: skipped") && err.contains("stage 2/2 4x4: starting"), "{err}");
+    assert!(!err.contains("[stage 1/2"), "the skipped stage trains nothing: {err}");
+    let json =
+        |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
+    let skipped = json(run.join("stages/01-3x3/stage-done.json"));
+    assert_eq!(skipped["skipped_for"].as_str().map(PathBuf::from), Some(model.clone()), "{skipped}");
+    assert!(!run.join("stages/01-3x3/checkpoints").exists());
+    let init = json(run.join("stages/02-4x4/init.json"));
+    assert_eq!(init["source"].as_str().map(PathBuf::from), Some(model.clone()), "{init}");
+    assert_eq!(init["minutes"].as_f64(), Some(7.0), "{init}");
+    let grown = json(run.join("stages/02-4x4/checkpoints/gen-0000/model.json"));
+    assert_eq!(grown["net"]["size"].as_u64(), Some(4), "{grown}");
+    assert_eq!(json(run.join("stages/02-4x4/stage-done.json"))["generation"].as_u64(), Some(1));
+
+    let again = start("4x4", &run).output().unwrap();
+    assert!(!again.status.success() && common::text(&again).contains("exists already"), "{}", common::text(&again));
+    let resumed = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
+    assert!(resumed.status.success() && common::text(&resumed).contains("every stage"), "{}", common::text(&resumed));
+    let plain = bredon()
+        .arg("train")
+        .arg("--config")
+        .arg(&single)
+        .arg("--run")
+        .arg(dir.path().join("plain"))
+        .args(["--start-stage", "2", "--init-from"])
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(
+        !plain.status.success() && common::text(&plain).contains("no [[stage]] entries"),
+        "{}",
+        common::text(&plain)
+    );
+}
+
 /// `[eval.anchor]`: every checkpoint plays an outside engine over TEI (here `bredon tei`
 /// itself, a real engine process) and the run's Elo is fitted on that engine's scale.
 #[test]
