@@ -32,7 +32,8 @@
 //! restarts) or at its `generations`-th generation, whichever comes first; it is then
 //! marked done (`stage-done.json`, checksummed, written atomically) and the next stage
 //! starts. A killed curriculum resumes inside the stage it was in, from that stage's
-//! newest checkpoint, with `bredon train --run RUN`.
+//! newest checkpoint, with `bredon train --run RUN`. A new one can begin at a later
+//! stage from a given model ([`CurriculumStart::start_stage`]).
 
 use crate::config::RunConfig;
 use crate::error::{ConfigError, Result, RunError};
@@ -265,6 +266,35 @@ impl Curriculum {
     }
 }
 
+/// Marks the stages before `first` done without training them: `from` (with `minutes`
+/// of training behind it) stands for their result.
+fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes: f64) -> Result<()> {
+    for (index, stage) in c.stages.iter().enumerate().take(first) {
+        let dir = c.stage_dir(root, index);
+        std::fs::create_dir_all(&dir).map_err(|source| RunError::Io {
+            doing: "creating",
+            path: dir.clone(),
+            source,
+        })?;
+        let skipped = StageDone {
+            name: stage.name.clone(),
+            generation: 0,
+            stage_minutes: 0.0,
+            total_minutes: minutes,
+            skipped_for: Some(from.to_path_buf()),
+        };
+        atomic_write(&dir.join(STAGE_DONE_FILE), &bredon_storage::integrity::to_checked_json(&skipped, &[])?)?;
+        let count = c.stages.len();
+        eprintln!(
+            "stage {}/{count} {}: skipped (--start-stage), {} stands for it",
+            index + 1,
+            stage.name,
+            from.display()
+        );
+    }
+    Ok(())
+}
+
 /// Runs (or resumes) a curriculum in `root`. `config_text` is needed to create it (the
 /// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
 /// own copy. `options` gives each stage's [`TrainOptions`] from its config and run
@@ -315,29 +345,7 @@ pub fn train_curriculum(
             source,
         })?;
         if let Some(from) = init_from.as_ref().filter(|_| first > 0) {
-            for index in 0..first {
-                let dir = c.stage_dir(root, index);
-                std::fs::create_dir_all(&dir).map_err(|source| RunError::Io {
-                    doing: "creating",
-                    path: dir.clone(),
-                    source,
-                })?;
-                let skipped = StageDone {
-                    name: c.stages[index].name.clone(),
-                    generation: 0,
-                    stage_minutes: 0.0,
-                    total_minutes: init_minutes.unwrap_or(0.0),
-                    skipped_for: Some(from.clone()),
-                };
-                atomic_write(&dir.join(STAGE_DONE_FILE), &bredon_storage::integrity::to_checked_json(&skipped, &[])?)?;
-                eprintln!(
-                    "stage {}/{} {}: skipped (--start-stage), {} stands for it",
-                    index + 1,
-                    c.stages.len(),
-                    c.stages[index].name,
-                    from.display()
-                );
-            }
+            mark_skipped(&c, root, first, from, init_minutes.unwrap_or(0.0))?;
         }
         // The copy last: a kill before it leaves a directory that a new `--start-stage`
         // finishes setting up.
