@@ -35,6 +35,10 @@ pub struct TrainArgs {
     /// Override the config's time limit in minutes.
     #[arg(long)]
     minutes: Option<f64>,
+    /// Override the config's limit of training steps (`[schedule] steps`, counted from
+    /// the run's first checkpoint; 0 = no limit).
+    #[arg(long)]
+    steps: Option<u64>,
     /// No progress bars.
     #[arg(long)]
     quiet: bool,
@@ -154,6 +158,9 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
     if let Some(m) = args.minutes {
         cfg.schedule.max_minutes = m;
     }
+    if let Some(s) = args.steps {
+        cfg.schedule.steps = s;
+    }
     let compute = open_device(&cfg, device)?;
     let opts = TrainOptions {
         external_selfplay: args.external_selfplay,
@@ -187,9 +194,9 @@ fn run_curriculum(
     if opened.remote.is_some() {
         bail!("a curriculum runs in a local directory: give --run DIR (an s3:// run takes a single config)");
     }
-    if args.minutes.is_some() || args.generations.is_some() {
+    if args.minutes.is_some() || args.generations.is_some() || args.steps.is_some() {
         bail!(
-            "a curriculum's stages set their own minutes and generations: edit the [[stage]] entries, not --minutes / --generations"
+            "a curriculum's stages set their own minutes, generations and steps: edit the [[stage]] entries, not --minutes / --generations / --steps"
         );
     }
     if args.external_selfplay {

@@ -392,6 +392,11 @@ pub struct ScheduleConfig {
     pub generations: u32,
     /// Stop after this many minutes of this process (0 = no limit).
     pub max_minutes: f64,
+    /// Stop once the run has trained this many steps, counted from its first checkpoint
+    /// (`gen-0000`, whose step an `--init-from` model sets; 0 = no limit). The same
+    /// amount of training on any machine, where minutes depend on its speed; the
+    /// generation that reaches it trains only the steps left.
+    pub steps: u64,
     /// Seed of the run's random numbers (network init, self-play, sampling).
     pub seed: u64,
 }

@@ -29,7 +29,8 @@
 //!
 //! A stage's sections are merged key by key into the shared ones (a stage's `net` sets
 //! only the keys it names). A stage ends after `minutes` on its own clock (which survives
-//! restarts) or at its `generations`-th generation, whichever comes first; it is then
+//! restarts), at its `generations`-th generation or after `steps` training steps of its
+//! own, whichever comes first; it is then
 //! marked done (`stage-done.json`, checksummed, written atomically) and the next stage
 //! starts. A killed curriculum resumes inside the stage it was in, from that stage's
 //! newest checkpoint, with `bredon train --run RUN`. A new one can begin at a later
@@ -61,6 +62,9 @@ pub struct Stage {
     pub minutes: f64,
     /// The stage ends when it reaches this generation (0 = no limit).
     pub generations: u32,
+    /// The stage ends once it has trained this many steps (0 = no limit): the same
+    /// training on any machine, where its minutes depend on the machine's speed.
+    pub steps: u64,
     /// The shared config with the stage's sections merged in.
     pub config: RunConfig,
 }
@@ -73,7 +77,7 @@ pub struct Curriculum {
 }
 
 /// The keys of a `[[stage]]` entry besides config sections.
-const STAGE_KEYS: [&str; 3] = ["name", "minutes", "generations"];
+const STAGE_KEYS: [&str; 4] = ["name", "minutes", "generations", "steps"];
 
 impl Curriculum {
     /// Whether a config text is a curriculum (has `[[stage]]` entries) rather than a
@@ -141,9 +145,21 @@ impl Curriculum {
                     }
                 },
             };
-            if minutes == 0.0 && generations == 0 && i + 1 < count {
+            let steps = match entry.remove("steps") {
+                None => 0,
+                Some(v) => match v.as_integer().and_then(|n| u64::try_from(n).ok()) {
+                    Some(s) if s > 0 => s,
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "{}: steps must be a positive whole number",
+                            which(&name)
+                        )));
+                    }
+                },
+            };
+            if minutes == 0.0 && generations == 0 && steps == 0 && i + 1 < count {
                 return Err(ConfigError::Invalid(format!(
-                    "{}: only the last stage may run without minutes or generations",
+                    "{}: only the last stage may run without minutes, generations or steps",
                     which(&name)
                 )));
             }
@@ -158,7 +174,7 @@ impl Curriculum {
                 ))
             })?;
             config.validate().map_err(|e| ConfigError::Invalid(format!("{}: {e}", which(&name))))?;
-            stages.push(Stage { name, minutes, generations, config });
+            stages.push(Stage { name, minutes, generations, steps, config });
         }
         Ok(Curriculum { stages })
     }
@@ -385,10 +401,17 @@ pub fn train_curriculum(
         let generation_reached = |run: &RunDir| -> Result<bool> {
             Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
         };
-        let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)?;
+        let steps_reached = match run.latest()? {
+            Some(g) if stage.steps > 0 => {
+                run.read_state(g)?.step >= run.read_state(crate::generation::Generation(0))?.step + stage.steps
+            }
+            _ => false,
+        };
+        let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)? || steps_reached;
         if !finished {
             cfg.schedule.max_minutes = if stage.minutes > 0.0 { remaining } else { 0.0 };
             cfg.schedule.generations = stage.generations;
+            cfg.schedule.steps = stage.steps;
             let mut opts = options(&cfg, &run).map_err(|source| RunError::Stage { stage: tag.to_string(), source })?;
             opts.stage = Some(tag.clone());
             if fresh && let Some((from, minutes)) = &previous {
@@ -478,6 +501,10 @@ mod tests {
         assert!(e.contains("names a folder"), "{e}");
         let e = err("[[stage]]\nname = \"a\"\nminutes = -1\n");
         assert!(e.contains("minutes must be a positive number"), "{e}");
+        let e = err("[[stage]]\nname = \"a\"\nsteps = 0\n");
+        assert!(e.contains("[[stage]] 1 (a): steps must be a positive whole number"), "{e}");
+        let steps = parse("[[stage]]\nname = \"a\"\nsteps = 500\n[[stage]]\nname = \"b\"\n").unwrap();
+        assert_eq!((steps.stages[0].steps, steps.stages[0].minutes, steps.stages[1].steps), (500, 0.0, 0));
         let e = err("[[stage]]\nname = \"a\"\nminute = 3\n");
         assert!(e.contains("[[stage]] 1 (a)") && e.contains("minute"), "{e}");
         let e = err("[[stage]]\nname = \"a\"\nnet = { blockz = 3 }\n");

@@ -361,10 +361,17 @@ pub fn train(
     let mut skipped_reported = 0;
     let mut summaries = Vec::new();
     let elapsed_before = state.elapsed_secs;
+    // `[schedule] steps` counts from the run's first checkpoint.
+    let first_step = match run.read_state(Generation(0)) {
+        Ok(s) => s.step,
+        Err(_) => state.step,
+    };
+    let steps_left =
+        |step: u64| (cfg.schedule.steps > 0).then(|| (first_step + cfg.schedule.steps).saturating_sub(step));
     // Self-play of the next generation running during training (`[selfplay] overlap`);
     // dropping it stops it (unfinished games are discarded, finished ones stay).
     let mut background: Option<Background> = None;
-    while !schedule_done(cfg, state.generation, started, &stop) {
+    while !schedule_done(cfg, state.generation, started, &stop) && steps_left(state.step) != Some(0) {
         let generation = state.generation;
         let requests_before = requests_at(remote);
         let mut summary = GenerationSummary { generation, ..Default::default() };
@@ -398,7 +405,8 @@ pub fn train(
             steps: if total < cfg.train.train_after {
                 0
             } else {
-                steps_for(cfg, summary.new_samples, total, had_games)
+                let steps = steps_for(cfg, summary.new_samples, total, had_games);
+                steps_left(state.step).map_or(steps, |left| steps.min(left as usize))
             },
         };
         summary.samples_before_training = cfg.train.train_after.saturating_sub(total);

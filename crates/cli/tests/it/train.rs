@@ -777,6 +777,46 @@ fn a_curriculum_can_begin_at_a_later_stage_from_a_given_model() {
     );
 }
 
+/// `--steps` (`[schedule] steps`) stops a run after that many training steps, the last
+/// generation cut to the steps left, with no generation or time limit; a curriculum
+/// stage with `steps` ends the same way and the next stage starts from it.
+#[test]
+fn a_step_limit_ends_a_run_and_a_curriculum_stage_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let step_of = |checkpoint: PathBuf| -> u64 {
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(checkpoint.join("state.json")).unwrap()).unwrap();
+        state["step"].as_u64().unwrap()
+    };
+    let latest = |run: &Path| run.join("checkpoints").join(std::fs::read_to_string(run.join("latest")).unwrap().trim());
+    let config = TinyConfig::new(0).write(dir.path());
+    let run = dir.path().join("run");
+    checked(&mut train(&config, &run, &["--steps", "20"]));
+    assert_eq!(step_of(latest(&run)), 20, "stopped at the limit, not a generation later");
+    let log = std::fs::read_to_string(run.join("logs/generations.jsonl")).unwrap();
+    let steps: Vec<u64> = log.lines().map(|l| json_line(l)["step"].as_u64().unwrap()).collect();
+    assert!(steps.len() >= 2 && steps.windows(2).all(|w| w[0] < w[1]), "{log}");
+
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let stage = |name: &str, key: &str| {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), name.into());
+        t.insert(key.into(), 15.into());
+        toml::Value::Table(t)
+    };
+    let curriculum =
+        TinyConfig::new(0).top("stage", vec![stage("a", "steps"), stage("b", "steps")]).write(&dir.path().join("c"));
+    let crun = dir.path().join("crun");
+    let err = checked_err(&mut train(&curriculum, &crun, &[]));
+    assert!(err.contains("stage 2/2 b: starting"), "{err}");
+    let (a, b) = (crun.join("stages/01-a"), crun.join("stages/02-b"));
+    assert_eq!(step_of(latest(&a)), 15);
+    assert_eq!(step_of(b.join("checkpoints/gen-0000")), 15, "b starts from a's newest checkpoint");
+    assert_eq!(step_of(latest(&b)), 30, "b's 15 steps count from its own start");
+    let refused = bredon().arg("train").arg("--run").arg(&crun).args(["--steps", "3"]).output().unwrap();
+    assert!(!refused.status.success() && common::text(&refused).contains("--steps"), "{}", common::text(&refused));
+}
+
 /// `[eval.anchor]`: every checkpoint plays an outside engine over TEI (here `bredon tei`
 /// itself, a real engine process) and the run's Elo is fitted on that engine's scale.
 #[test]
