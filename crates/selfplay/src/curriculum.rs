@@ -69,6 +69,23 @@ pub struct Stage {
     pub config: RunConfig,
 }
 
+impl Stage {
+    /// When the stage ends, in words: "until 2700 steps or 120 minutes", "open-ended".
+    pub fn limits(&self) -> String {
+        let mut parts = Vec::new();
+        if self.steps > 0 {
+            parts.push(format!("{} steps", self.steps));
+        }
+        if self.generations > 0 {
+            parts.push(format!("generation {}", self.generations));
+        }
+        if self.minutes > 0.0 {
+            parts.push(format!("{} minutes", self.minutes));
+        }
+        if parts.is_empty() { "open-ended: until stopped".to_string() } else { format!("until {}", parts.join(" or ")) }
+    }
+}
+
 /// A parsed, checked curriculum.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curriculum {
@@ -427,7 +444,7 @@ pub fn train_curriculum(
                     (previous_size == Some(cfg.game.size)).then(|| from.clone())
                 };
             }
-            eprintln!("{tag}: {}", if fresh { "starting" } else { "resuming" });
+            eprintln!("{tag}: {} ({})", if fresh { "starting" } else { "resuming" }, stage.limits());
             train(&cfg, &run, &opts, stop.clone())?;
             if stop.load(Ordering::Relaxed) {
                 return Ok(CurriculumEnd::Stopped);
@@ -503,8 +520,10 @@ mod tests {
         assert!(e.contains("minutes must be a positive number"), "{e}");
         let e = err("[[stage]]\nname = \"a\"\nsteps = 0\n");
         assert!(e.contains("[[stage]] 1 (a): steps must be a positive whole number"), "{e}");
-        let steps = parse("[[stage]]\nname = \"a\"\nsteps = 500\n[[stage]]\nname = \"b\"\n").unwrap();
-        assert_eq!((steps.stages[0].steps, steps.stages[0].minutes, steps.stages[1].steps), (500, 0.0, 0));
+        let steps = parse("[[stage]]\nname = \"a\"\nsteps = 500\nminutes = 90\n[[stage]]\nname = \"b\"\n").unwrap();
+        assert_eq!((steps.stages[0].steps, steps.stages[0].minutes, steps.stages[1].steps), (500, 90.0, 0));
+        assert_eq!(steps.stages[0].limits(), "until 500 steps or 90 minutes");
+        assert_eq!(steps.stages[1].limits(), "open-ended: until stopped");
         let e = err("[[stage]]\nname = \"a\"\nminute = 3\n");
         assert!(e.contains("[[stage]] 1 (a)") && e.contains("minute"), "{e}");
         let e = err("[[stage]]\nname = \"a\"\nnet = { blockz = 3 }\n");

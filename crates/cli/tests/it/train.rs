@@ -808,7 +808,7 @@ fn a_step_limit_ends_a_run_and_a_curriculum_stage_exactly() {
         TinyConfig::new(0).top("stage", vec![stage("a", "steps"), stage("b", "steps")]).write(&dir.path().join("c"));
     let crun = dir.path().join("crun");
     let err = checked_err(&mut train(&curriculum, &crun, &[]));
-    assert!(err.contains("stage 2/2 b: starting"), "{err}");
+    assert!(err.contains("stage 2/2 b: starting (until 15 steps)"), "{err}");
     let (a, b) = (crun.join("stages/01-a"), crun.join("stages/02-b"));
     assert_eq!(step_of(latest(&a)), 15);
     assert_eq!(step_of(b.join("checkpoints/gen-0000")), 15, "b starts from a's newest checkpoint");
