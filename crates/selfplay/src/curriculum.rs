@@ -150,30 +150,23 @@ impl Curriculum {
                     }
                 },
             };
-            let generations = match entry.remove("generations") {
-                None => 0,
-                Some(v) => match v.as_integer().and_then(|n| u32::try_from(n).ok()) {
-                    Some(g) if g > 0 => g,
-                    _ => {
-                        return Err(ConfigError::Invalid(format!(
-                            "{}: generations must be a positive whole number",
+            // A positive whole number under `key`, 0 when absent.
+            let mut count_of = |key: &str| -> Result<u64, ConfigError> {
+                match entry.remove(key) {
+                    None => Ok(0),
+                    Some(v) => match v.as_integer().and_then(|n| u64::try_from(n).ok()) {
+                        Some(n) if n > 0 => Ok(n),
+                        _ => Err(ConfigError::Invalid(format!(
+                            "{}: {key} must be a positive whole number",
                             which(&name)
-                        )));
-                    }
-                },
+                        ))),
+                    },
+                }
             };
-            let steps = match entry.remove("steps") {
-                None => 0,
-                Some(v) => match v.as_integer().and_then(|n| u64::try_from(n).ok()) {
-                    Some(s) if s > 0 => s,
-                    _ => {
-                        return Err(ConfigError::Invalid(format!(
-                            "{}: steps must be a positive whole number",
-                            which(&name)
-                        )));
-                    }
-                },
-            };
+            let generations = u32::try_from(count_of("generations")?).map_err(|_| {
+                ConfigError::Invalid(format!("{}: generations must be at most {}", which(&name), u32::MAX))
+            })?;
+            let steps = count_of("steps")?;
             if minutes == 0.0 && generations == 0 && steps == 0 && i + 1 < count {
                 return Err(ConfigError::Invalid(format!(
                     "{}: only the last stage may run without minutes, generations or steps",
