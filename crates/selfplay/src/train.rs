@@ -391,14 +391,6 @@ pub fn train(
         let total = window.total_samples();
         summary.window = cfg.train.window_size(total);
         window.trim(cfg.train.window_max);
-        // The next generation's games start now, played by these (pre-training) weights
-        // on the cores training leaves idle.
-        if cfg.selfplay.overlap
-            && !opts.external_selfplay
-            && (cfg.schedule.generations == 0 || generation.next().number() < cfg.schedule.generations)
-        {
-            background = Background::start(&ctx, &learner, cfg.game.options(), generation)?;
-        }
         let plan = TrainPlan {
             window: &window,
             window_size: summary.window,
@@ -409,6 +401,16 @@ pub fn train(
                 steps_left(state.step).map_or(steps, |left| steps.min(left as usize))
             },
         };
+        // The next generation's games start now, played by these (pre-training) weights
+        // on the cores training leaves idle, unless this generation ends the run's
+        // generations or steps.
+        if cfg.selfplay.overlap
+            && !opts.external_selfplay
+            && (cfg.schedule.generations == 0 || generation.next().number() < cfg.schedule.generations)
+            && steps_left(state.step).is_none_or(|left| left > plan.steps as u64)
+        {
+            background = Background::start(&ctx, &learner, cfg.game.options(), generation)?;
+        }
         summary.samples_before_training = cfg.train.train_after.saturating_sub(total);
         // Positions of real play to score the network's units on (the same each time the
         // generation is redone): ReDo's revival when due, the new network's `dormant` share.
