@@ -129,8 +129,7 @@ mod tests {
         let cfg =
             NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
         let device = crate::device::cpu();
-        device.seed(3);
-        let model = TakNet::new(&cfg, &device);
+        let model = TakNet::seeded(&cfg, &device, 3);
         let positions = bredon_netform::positions::random_positions(4, 32, 5);
         let refs: Vec<&Position> = positions.iter().collect();
         let before = activity(&model, &refs, 4);

@@ -136,8 +136,7 @@ mod tests {
 
     fn net(seed: u64, cfg: &NetConfig, step: u64) -> (TakNet, ModelMeta) {
         let device = crate::device::cpu();
-        device.seed(seed);
-        (TakNet::new(cfg, &device), ModelMeta::new(cfg, 4, step, step as u32))
+        (TakNet::seeded(cfg, &device, seed), ModelMeta::new(cfg, 4, step, step as u32))
     }
 
     fn weights(model: &TakNet) -> Vec<(Vec<usize>, Vec<f32>)> {

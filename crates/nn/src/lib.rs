@@ -16,6 +16,7 @@
 //! - [`checkpoint`]: `.bpk` weights with JSON metadata, optimiser state, exported models.
 //! - [`weights`]: stored tensors checked against the architecture before loading.
 //! - [`integrity`]: finite-weight checks (checksums are `bredon_storage::integrity`).
+//! - [`draws`]: random draws from burn's one generator per process, reproducible across threads.
 //! - [`device`]: where the network runs ([`DeviceChoice`]: cpu, wgpu, cuda), opened once.
 //! - [`error`]: [`ModelError`] (checkpoints, exports).
 
@@ -23,6 +24,7 @@ pub mod activity;
 pub mod average;
 pub mod checkpoint;
 pub mod device;
+pub mod draws;
 pub mod error;
 pub mod fold;
 pub mod heads;

@@ -1,5 +1,6 @@
 //! The residual policy/value network.
 
+use burn::module::{ModuleVisitor, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
@@ -156,8 +157,25 @@ pub struct TakNet {
 
 impl TakNet {
     /// A freshly initialised network for `cfg` (whose size must be set and whose input
-    /// version must be known, see [`bredon_netform::encoding::check_input_version`]).
+    /// version must be known, see [`bredon_netform::encoding::check_input_version`]),
+    /// every weight drawn now from burn's generator as it stands ([`crate::draws`]):
+    /// for a network whose weights are loaded next, or any network at all.
     pub fn new(cfg: &NetConfig, device: &Device) -> TakNet {
+        crate::draws::drawn(|| {
+            let net = TakNet::lazy(cfg, device);
+            net.visit(&mut DrawAll);
+            net
+        })
+    }
+
+    /// [`TakNet::new`] with its weights drawn from `seed`: the same network for the same
+    /// `seed` on every call, whatever other threads of the process draw meanwhile.
+    pub fn seeded(cfg: &NetConfig, device: &Device, seed: u64) -> TakNet {
+        crate::draws::seeded(device, seed, || TakNet::new(cfg, device))
+    }
+
+    /// The layers with burn's lazy parameters (drawn at their first use).
+    fn lazy(cfg: &NetConfig, device: &Device) -> TakNet {
         let n = cfg.size;
         let c = cfg.channels;
         assert!(cfg.planes() > 0, "unknown input version {}", cfg.input_version);
@@ -411,7 +429,8 @@ impl TakNet {
         }
         let bytes = burn_pack::Writer::new(kept).into_bytes().expect("tensors serialise");
         let record = burn::store::ModuleRecord::from_bytes(bytes).expect("a record just written reads back");
-        let mut model = TakNet::new(net, &device)
+        // The layers `source` lacks start from a fixed seed: the same on every transfer.
+        let mut model = TakNet::seeded(net, &device, 0)
             .try_load_record(record.allow_partial(true))
             .expect("tensors of matching names and shapes load");
         // Blocks beyond the source's compute `relu(bn2(..) + x)` = `x` (x is already a
@@ -455,6 +474,15 @@ fn per_square_logits(out: &Conv2d, p: Tensor<4>) -> Tensor<2> {
     Tensor::cat(vec![place, spread], 1)
 }
 
+/// Draws every lazy parameter of a module (reading one draws it).
+struct DrawAll;
+
+impl ModuleVisitor for DrawAll {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,7 +511,9 @@ mod tests {
             };
             let net = TakNet::new(&cfg, &device);
             assert!(net.policy_fc.is_none() && net.opponent_policy_fc.is_none());
-            let x = Tensor::<4>::random([2, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device);
+            let x = crate::draws::drawn(|| {
+                Tensor::<4>::random([2, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device)
+            });
             let out = net.forward_all(x.clone(), Outputs::All);
             let mut h = relu(net.stem_bn.forward(net.stem.forward(x)));
             for block in &net.blocks {

@@ -742,8 +742,7 @@ mod tests {
             ..NetConfig::default()
         };
         let device = crate::device::cpu().autodiff();
-        device.seed(7);
-        TakNet::new(&cfg, &device).train()
+        TakNet::seeded(&cfg, &device, 7).train()
     }
 
     /// Weight decay with no gradient at all: under L2 (the default) the one-dimensional

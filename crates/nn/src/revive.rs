@@ -316,8 +316,7 @@ mod tests {
             ..NetConfig::default()
         };
         let device = crate::device::cpu();
-        device.seed(11);
-        let mut model = TakNet::new(&cfg, &device);
+        let mut model = TakNet::seeded(&cfg, &device, 11);
         let mut scratch = Touched::default();
         let b = &mut model.blocks[1];
         b.conv1.weight = edit(b.conv1.weight.clone(), "k", &mut scratch, |v, [_, i, kh, kw]| {

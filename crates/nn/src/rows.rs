@@ -296,9 +296,10 @@ mod tests {
                 ..NetConfig::default()
             };
             let what = format!("{size}x{size} {policy_head:?} {value_head:?} gpool {global_pool} wdl {wdl}");
-            device.seed(size as u64);
-            let net = TakNet::new(&cfg, &device).map(&mut Randomise);
-            let x = Tensor::<4>::random([3, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device);
+            let (net, x) = crate::draws::seeded(&device, size as u64, || {
+                let net = TakNet::new(&cfg, &device).map(&mut Randomise);
+                (net, Tensor::<4>::random([3, cfg.planes(), size, size], Distribution::Normal(0.0, 1.0), &device))
+            });
             let planes = net.forward_all(x.clone(), Outputs::All);
             let rows = net.forward_all_rows(x, Outputs::All);
             let heads = |o: &NetOutput| {
@@ -316,15 +317,13 @@ mod tests {
                 v
             };
             // A loss that weighs every output differently, so that each gradient depends
-            // on where each output went. The weights are drawn once and serve both passes:
-            // the device's random generator is shared by every test in this process, so
-            // seeding it again before each pass does not give the same weights when another
-            // test draws between (it did in a full parallel run: the stem's gradients then
-            // differed by 100).
-            let weights: Vec<Tensor<2>> = heads(&planes)
-                .iter()
-                .map(|(_, t)| Tensor::<2>::random(t.dims(), Distribution::Default, &device))
-                .collect();
+            // on where each output went. The weights are drawn once and serve both passes.
+            let weights: Vec<Tensor<2>> = crate::draws::drawn(|| {
+                heads(&planes)
+                    .iter()
+                    .map(|(_, t)| Tensor::<2>::random(t.dims(), Distribution::Default, &device))
+                    .collect()
+            });
             let loss = |o: &NetOutput| {
                 heads(o)
                     .into_iter()

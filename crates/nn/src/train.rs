@@ -205,8 +205,7 @@ impl Trainer {
             config,
         )?;
         let device = device.clone().autodiff();
-        device.seed(seed);
-        let model = TakNet::new(config, &device);
+        let model = TakNet::seeded(config, &device, seed);
         let optim = FlatOptimizer::new(&settings, &model);
         let convolutions = Convolutions::Auto.on(&device);
         Ok(Trainer { config: config.clone(), model: Some(model), optim, settings, device, convolutions })

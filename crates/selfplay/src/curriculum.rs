@@ -412,9 +412,7 @@ pub fn train_curriculum(
             Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
         };
         let steps_reached = match run.latest()? {
-            Some(g) if stage.steps > 0 => {
-                run.read_state(g)?.step >= run.read_state(crate::generation::Generation(0))?.step + stage.steps
-            }
+            Some(g) if stage.steps > 0 => run.read_state(g)?.step >= run.first_step()? + stage.steps,
             _ => false,
         };
         let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)? || steps_reached;

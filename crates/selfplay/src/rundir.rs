@@ -353,6 +353,12 @@ impl RunDir {
         Ok(read_state_file(&self.checkpoint_dir(generation))?.0)
     }
 
+    /// The training step of the run's first checkpoint (`gen-0000`): where `[schedule]
+    /// steps` and a curriculum stage's `steps` count from.
+    pub fn first_step(&self) -> Result<u64> {
+        Ok(self.read_state(Generation(0))?.step)
+    }
+
     /// The run's advisory lock, taken by the trainer for its lifetime (see [`RunLock`]).
     pub fn lock_path(&self) -> PathBuf {
         self.path(layout::LOCK)

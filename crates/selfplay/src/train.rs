@@ -362,10 +362,7 @@ pub fn train(
     let mut summaries = Vec::new();
     let elapsed_before = state.elapsed_secs;
     // `[schedule] steps` counts from the run's first checkpoint.
-    let first_step = match run.read_state(Generation(0)) {
-        Ok(s) => s.step,
-        Err(_) => state.step,
-    };
+    let first_step = run.first_step().unwrap_or(state.step);
     let steps_left =
         |step: u64| (cfg.schedule.steps > 0).then(|| (first_step + cfg.schedule.steps).saturating_sub(step));
     // Self-play of the next generation running during training (`[selfplay] overlap`);
