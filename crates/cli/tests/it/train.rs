@@ -796,6 +796,12 @@ fn a_step_limit_ends_a_run_and_a_curriculum_stage_exactly() {
     let log = std::fs::read_to_string(run.join("logs/generations.jsonl")).unwrap();
     let steps: Vec<u64> = log.lines().map(|l| json_line(l)["step"].as_u64().unwrap()).collect();
     assert!(steps.len() >= 2 && steps.windows(2).all(|w| w[0] < w[1]), "{log}");
+    // Each line says what is left of the limit: the steps, then none on the last.
+    for (line, step) in log.lines().zip(&steps) {
+        let to_go = &json_line(line)["to_go"];
+        assert_eq!(to_go["limit"], "steps", "{line}");
+        assert_eq!(to_go["steps"].as_u64(), Some(20 - step), "{line}");
+    }
 
     std::fs::create_dir_all(dir.path().join("c")).unwrap();
     let stage = |name: &str, key: &str| {
