@@ -11,8 +11,9 @@
 //! they differ only in the settings under test.
 
 use crate::error::{Result, RunError};
+use crate::health::HealthFigures;
 use crate::net::Learner;
-use crate::train::{HealthFigures, StepGuard};
+use crate::train::StepGuard;
 use crate::window::ReplayWindow;
 use bredon_nn::LossSum;
 use rand::SeedableRng;
@@ -59,7 +60,7 @@ pub struct FitReport {
     pub dead_percent: f64,
     /// Weights ≤ 1e-6 in the whole network, in percent.
     pub tiny_percent: f64,
-    /// The blocks' first-convolution units τ-dormant at τ = [`crate::train::DORMANT_TAU`] on the fit's
+    /// The blocks' first-convolution units τ-dormant at τ = [`crate::health::DORMANT_TAU`] on the fit's
     /// probe positions, in percent.
     pub dormant_percent: f64,
     /// Units revived by ReDo since the last report.

@@ -17,7 +17,6 @@
 //! games here too: finished ones are files in `games/gen-(g+1)/` like any others.
 
 use crate::error::{Context, Result, RunError};
-use bredon_netform::health::net_health;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,10 +27,12 @@ use std::time::{Duration, Instant};
 
 use crate::config::RunConfig;
 use crate::fsutil::atomic_write;
+use crate::health::HealthFigures;
 use crate::net::Learner;
 use crate::replay::count_games;
 use crate::rundir::{Generation, InitRecord, RunDir, RunLock, SelfPlayModel, TrainState, layout, read_state_file};
 use crate::tb::TbLogger;
+use crate::to_go::{ScheduleProgress, ToGo};
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, reanalyse_candidates, run_pool};
 use bredon_nn::LossSum;
@@ -205,7 +206,7 @@ pub struct GenerationSummary {
     pub dead_channels_percent: f64,
     /// The new network's weights at most 1e-6 in magnitude, in percent.
     pub tiny_weights_percent: f64,
-    /// The new network's τ-dormant units (τ = [`DORMANT_TAU`]) among the residual blocks'
+    /// The new network's τ-dormant units (τ = [`crate::health::DORMANT_TAU`]) among the residual blocks'
     /// first-convolution channels, on `[train] revive_positions` positions of the replay
     /// window, in percent (`bredon_nn::activity`; 0 before the window has samples).
     pub dormant_percent: f64,
@@ -216,141 +217,6 @@ pub struct GenerationSummary {
     /// and about how long it takes; none for an open-ended run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_go: Option<ToGo>,
-}
-
-/// What is left of a run's limit: the limit that ends it first (`[schedule]` steps,
-/// generations or minutes, or a curriculum stage's), with an estimate of the minutes it
-/// takes at the pace of the run directory's own clock so far.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(tag = "limit", rename_all = "snake_case")]
-pub enum ToGo {
-    /// Training steps left, and the estimated minutes.
-    Steps { steps: u64, minutes: f64 },
-    /// Generations left, and the estimated minutes.
-    Generations { generations: u32, minutes: f64 },
-    /// Minutes left of this invocation's `--minutes` (or the stage's).
-    Minutes { minutes: f64 },
-}
-
-impl ToGo {
-    /// The limit of `schedule` that ends the run first after a generation: the run is at
-    /// `step` and `generation` after `elapsed_secs` on its own clock, `trained` steps and
-    /// `generations` generations since its first checkpoint, and `minutes_used` of this
-    /// invocation's `max_minutes` are gone. A count with no pace yet (nothing trained)
-    /// gives no estimate and loses to a limit that has one.
-    fn of(schedule: &ScheduleProgress) -> Option<ToGo> {
-        let ScheduleProgress { limits, step_limit_at, generation, trained, elapsed_secs, minutes_used, step } =
-            *schedule;
-        let pace = |done: f64, left: f64| (done > 0.0 && elapsed_secs > 0.0).then(|| left * elapsed_secs / done / 60.0);
-        let mut candidates = Vec::new();
-        if let Some(at) = step_limit_at {
-            let steps = at.saturating_sub(step);
-            candidates.push((pace(trained as f64, steps as f64), ToGo::Steps { steps, minutes: 0.0 }));
-        }
-        if limits.generations > 0 {
-            let generations = limits.generations.saturating_sub(generation);
-            candidates.push((
-                pace(f64::from(generation), f64::from(generations)),
-                ToGo::Generations { generations, minutes: 0.0 },
-            ));
-        }
-        if limits.max_minutes > 0.0 {
-            let minutes = (limits.max_minutes - minutes_used).max(0.0);
-            candidates.push((Some(minutes), ToGo::Minutes { minutes }));
-        }
-        let (minutes, to_go) = candidates
-            .into_iter()
-            .min_by(|(a, _), (b, _)| a.unwrap_or(f64::INFINITY).total_cmp(&b.unwrap_or(f64::INFINITY)))?;
-        let minutes = minutes.unwrap_or(f64::NAN);
-        Some(match to_go {
-            ToGo::Steps { steps, .. } => ToGo::Steps { steps, minutes },
-            ToGo::Generations { generations, .. } => ToGo::Generations { generations, minutes },
-            m => m,
-        })
-    }
-
-    /// The estimate in minutes (NaN: no pace yet).
-    pub fn minutes(&self) -> f64 {
-        match *self {
-            ToGo::Steps { minutes, .. } | ToGo::Generations { minutes, .. } | ToGo::Minutes { minutes } => minutes,
-        }
-    }
-}
-
-impl std::fmt::Display for ToGo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            ToGo::Steps { steps, .. } => write!(f, "{steps} steps")?,
-            ToGo::Generations { generations, .. } => write!(f, "{generations} generations")?,
-            ToGo::Minutes { .. } => {}
-        }
-        let minutes = self.minutes();
-        let sep = if matches!(self, ToGo::Minutes { .. }) { "" } else { ", " };
-        if minutes.is_nan() || (minutes == 0.0 && !matches!(self, ToGo::Minutes { .. })) {
-            Ok(())
-        } else if minutes < 1.0 {
-            write!(f, "{sep}<1 min")
-        } else if minutes < 90.0 {
-            write!(f, "{sep}~{minutes:.0} min")
-        } else {
-            write!(f, "{sep}~{:.1} h", minutes / 60.0)
-        }
-    }
-}
-
-/// Where a run stands against its limits after a generation ([`ToGo::of`]).
-#[derive(Clone, Copy, Debug)]
-struct ScheduleProgress<'a> {
-    limits: &'a crate::config::ScheduleConfig,
-    /// The step `[schedule] steps` ends the run at (from its first checkpoint's step).
-    step_limit_at: Option<u64>,
-    /// The generation just written.
-    generation: u32,
-    /// Steps since the run's first checkpoint.
-    trained: u64,
-    /// The run directory's clock.
-    elapsed_secs: f64,
-    /// Minutes of this invocation.
-    minutes_used: f64,
-    /// The step reached.
-    step: u64,
-}
-
-/// The τ of the generation log's `dormant` figure: ReDo's small threshold, whatever
-/// `[train] revive_tau` says, so that runs compare.
-pub const DORMANT_TAU: f32 = bredon_nn::activity::TAUS[1];
-
-/// A network's health as a generation's log line gives it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HealthFigures {
-    /// The residual blocks' dead channels (every incoming folded weight ≤ 1e-6), in percent.
-    pub dead_percent: f64,
-    /// Weights ≤ 1e-6 in the whole network, in percent.
-    pub tiny_percent: f64,
-    /// The blocks' first-convolution units τ-dormant at [`DORMANT_TAU`] on the probe
-    /// positions, in percent (0 with no positions).
-    pub dormant_percent: f64,
-}
-
-impl HealthFigures {
-    /// `model`'s figures: the first two from its folded weights, the dormant share from
-    /// a forward pass on `probe`.
-    pub fn of(model: &bredon_nn::TakNet, size: usize, probe: &[&bredon_rules::Position]) -> HealthFigures {
-        let health = net_health(&model.fold(size));
-        let dormant_percent = if probe.is_empty() {
-            0.0
-        } else {
-            bredon_nn::activity::dormant_block_percent(
-                &bredon_nn::activity::unit_scores(model, probe, size),
-                DORMANT_TAU,
-            )
-        };
-        HealthFigures {
-            dead_percent: health.dead_trunk_percent(),
-            tiny_percent: health.tiny_percent(),
-            dormant_percent,
-        }
-    }
 }
 
 impl GenerationSummary {
@@ -1304,45 +1170,5 @@ mod tests {
         let e = g.record(&skip, 7, Generation(3)).unwrap_err().to_string();
         assert!(e.contains("training diverged") && e.contains("gen-0003"), "{e}");
         assert_eq!(g.skipped, 2 * MAX_CONSECUTIVE_SKIPPED_STEPS - 1);
-    }
-
-    /// The limit that ends the run first is the one shown, with its time at the run's
-    /// pace; a count with no pace yet gives way to one that has it.
-    #[test]
-    fn to_go_is_the_limit_that_ends_the_run_first() {
-        let limits = crate::config::ScheduleConfig { steps: 1000, generations: 40, ..Default::default() };
-        // 10 generations, 200 steps in 20 minutes: 800 steps take 80 minutes, 30
-        // generations 60: the generations end it first.
-        fn at(limits: &crate::config::ScheduleConfig, trained: u64, minutes_used: f64) -> ScheduleProgress<'_> {
-            ScheduleProgress {
-                limits,
-                step_limit_at: (limits.steps > 0).then(|| 5000 + limits.steps),
-                generation: 10,
-                trained,
-                elapsed_secs: 1200.0,
-                minutes_used,
-                step: 5000 + trained,
-            }
-        }
-        let to_go = ToGo::of(&at(&limits, 200, 20.0)).unwrap();
-        assert_eq!(to_go, ToGo::Generations { generations: 30, minutes: 60.0 });
-        assert_eq!(to_go.to_string(), "30 generations, ~60 min");
-        // At 400 steps: 600 steps in 60 minutes, 30 generations in 60: the first found.
-        let limits = crate::config::ScheduleConfig { steps: 1000, generations: 100, ..Default::default() };
-        let to_go = ToGo::of(&at(&limits, 400, 20.0)).unwrap();
-        assert_eq!(to_go, ToGo::Steps { steps: 600, minutes: 30.0 });
-        // `--minutes 25` with 20 used ends it sooner still.
-        let limits = crate::config::ScheduleConfig { max_minutes: 25.0, ..limits };
-        let to_go = ToGo::of(&at(&limits, 400, 20.0)).unwrap();
-        assert_eq!(to_go, ToGo::Minutes { minutes: 5.0 });
-        assert_eq!(to_go.to_string(), "~5 min");
-        assert_eq!(ToGo::Minutes { minutes: 0.4 }.to_string(), "<1 min");
-        assert_eq!(ToGo::Steps { steps: 0, minutes: 0.0 }.to_string(), "0 steps");
-        // Long estimates in hours; no steps trained yet: no estimate, and the count alone.
-        let limits = crate::config::ScheduleConfig { steps: 19300, ..Default::default() };
-        assert_eq!(ToGo::of(&at(&limits, 100, 20.0)).unwrap().to_string(), "19200 steps, ~64.0 h");
-        assert_eq!(ToGo::of(&at(&limits, 0, 20.0)).unwrap().to_string(), "19300 steps");
-        // An open-ended run has nothing to go.
-        assert_eq!(ToGo::of(&at(&crate::config::ScheduleConfig::default(), 100, 20.0)), None);
     }
 }
