@@ -77,7 +77,8 @@ fn weights_from_bytes(meta: &ModelMeta, bytes: Vec<u8>) -> Result<TakNet, ModelF
     check_weights(&meta.net, bytes.clone())?;
     let record = burn::store::ModuleRecord::from_bytes(bytes)
         .map_err(|e| ModelFileError::BadWeights(bounded(&format!("{e}"), MAX_MESSAGE)))?;
-    let model = TakNet::new(&meta.net, &crate::device::cpu()).try_load_record(record).map_err(|e| {
+    // `check_weights` found every tensor of the architecture: the record sets them all.
+    let model = TakNet::unloaded(&meta.net, &crate::device::cpu()).try_load_record(record).map_err(|e| {
         ModelFileError::WeightsMismatch { arch: meta.net.name(), summary: bounded(&format!("{e}"), MAX_MESSAGE) }
     })?;
     Ok(model.valid())

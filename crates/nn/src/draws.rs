@@ -9,7 +9,8 @@
 //!
 //! Every draw Bredon makes from burn's generator happens inside [`seeded`] or [`drawn`],
 //! which hold one process-wide lock for the seeding and all the draws together; networks
-//! are built with every weight drawn at once ([`crate::TakNet::seeded`], [`crate::TakNet::new`]).
+//! are built with every weight drawn at once ([`crate::TakNet::seeded`], [`crate::TakNet::new`]),
+//! and a loaded one draws none (its record replaces the lazy parameters undrawn).
 
 use std::cell::Cell;
 use std::sync::{Mutex, PoisonError};
@@ -25,10 +26,12 @@ thread_local! {
     static HOLDING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` holding [`DRAWS`], taking it unless this thread holds it already.
-fn alone<T>(f: impl FnOnce() -> T) -> T {
+/// Runs `draw` with no other thread drawing from burn's generator, from wherever it
+/// stands (unseeded draws: a new network, a test's noise), holding [`DRAWS`] unless this
+/// thread holds it already.
+pub fn drawn<T>(draw: impl FnOnce() -> T) -> T {
     if HOLDING.get() {
-        return f();
+        return draw();
     }
     // A panic while drawing leaves nothing half-written that matters: the generator is
     // seeded again by the next `seeded`.
@@ -41,7 +44,7 @@ fn alone<T>(f: impl FnOnce() -> T) -> T {
     }
     HOLDING.set(true);
     let _release = Release;
-    f()
+    draw()
 }
 
 /// Runs `draw` with burn's generator seeded with `seed` and no other thread drawing: the
@@ -49,16 +52,10 @@ fn alone<T>(f: impl FnOnce() -> T) -> T {
 /// leave lazy draws behind: build networks inside it with [`crate::TakNet::new`], which
 /// draws every weight at once.
 pub fn seeded<T>(device: &Device, seed: u64, draw: impl FnOnce() -> T) -> T {
-    alone(|| {
+    drawn(|| {
         device.seed(seed);
         draw()
     })
-}
-
-/// Runs `draw` with no other thread drawing from burn's generator, from wherever it
-/// stands (unseeded draws: a network whose weights are loaded next, a test's noise).
-pub fn drawn<T>(draw: impl FnOnce() -> T) -> T {
-    alone(draw)
 }
 
 #[cfg(test)]

@@ -158,11 +158,10 @@ pub struct TakNet {
 impl TakNet {
     /// A freshly initialised network for `cfg` (whose size must be set and whose input
     /// version must be known, see [`bredon_netform::encoding::check_input_version`]),
-    /// every weight drawn now from burn's generator as it stands ([`crate::draws`]):
-    /// for a network whose weights are loaded next, or any network at all.
+    /// every weight drawn now from burn's generator as it stands ([`crate::draws`]).
     pub fn new(cfg: &NetConfig, device: &Device) -> TakNet {
         crate::draws::drawn(|| {
-            let net = TakNet::lazy(cfg, device);
+            let net = TakNet::unloaded(cfg, device);
             net.visit(&mut DrawAll);
             net
         })
@@ -174,8 +173,11 @@ impl TakNet {
         crate::draws::seeded(device, seed, || TakNet::new(cfg, device))
     }
 
-    /// The layers with burn's lazy parameters (drawn at their first use).
-    fn lazy(cfg: &NetConfig, device: &Device) -> TakNet {
+    /// The layers with no weight drawn yet, for a record that sets every one (a full
+    /// `try_load_record`, as [`crate::checkpoint`] loads): burn's parameters are lazy and
+    /// loading replaces them undrawn. A parameter left out would be drawn at its first use,
+    /// outside [`crate::draws`]' lock.
+    pub(crate) fn unloaded(cfg: &NetConfig, device: &Device) -> TakNet {
         let n = cfg.size;
         let c = cfg.channels;
         assert!(cfg.planes() > 0, "unknown input version {}", cfg.input_version);
