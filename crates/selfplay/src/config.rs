@@ -401,6 +401,14 @@ pub struct ScheduleConfig {
     pub seed: u64,
 }
 
+impl ScheduleConfig {
+    /// Training steps left before `steps` ends a run whose first checkpoint was at
+    /// `first_step` and which is at `step` (none without a step limit).
+    pub fn steps_left(&self, first_step: u64, step: u64) -> Option<u64> {
+        (self.steps > 0).then(|| (first_step + self.steps).saturating_sub(step))
+    }
+}
+
 /// Evaluation matches during training.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

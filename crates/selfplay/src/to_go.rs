@@ -20,39 +20,30 @@ pub enum ToGo {
 
 impl ToGo {
     /// The limit of `schedule` that ends the run first after a generation: the run is at
-    /// `step` and `generation` after `elapsed_secs` on its own clock, `trained` steps and
-    /// `generations` generations since its first checkpoint, and `minutes_used` of this
-    /// invocation's `max_minutes` are gone. A count with no pace yet (nothing trained)
-    /// gives no estimate and loses to a limit that has one.
+    /// `step` and `generation` after `elapsed_secs` on its own clock, its first checkpoint
+    /// at `first_step`, and `minutes_used` of this invocation's `max_minutes` are gone. A
+    /// count with no pace yet (nothing done) gives no estimate (NaN) and loses to a limit
+    /// that has one.
     pub(crate) fn of(schedule: &ScheduleProgress) -> Option<ToGo> {
-        let ScheduleProgress { limits, step_limit_at, generation, trained, elapsed_secs, minutes_used, step } =
-            *schedule;
-        let pace = |done: f64, left: f64| (done > 0.0 && elapsed_secs > 0.0).then(|| left * elapsed_secs / done / 60.0);
+        let ScheduleProgress { limits, first_step, step, generation, elapsed_secs, minutes_used } = *schedule;
+        let pace = |done: f64, left: f64| {
+            if done > 0.0 && elapsed_secs > 0.0 { left * elapsed_secs / done / 60.0 } else { f64::NAN }
+        };
         let mut candidates = Vec::new();
-        if let Some(at) = step_limit_at {
-            let steps = at.saturating_sub(step);
-            candidates.push((pace(trained as f64, steps as f64), ToGo::Steps { steps, minutes: 0.0 }));
+        if let Some(steps) = limits.steps_left(first_step, step) {
+            let trained = step.saturating_sub(first_step);
+            candidates.push(ToGo::Steps { steps, minutes: pace(trained as f64, steps as f64) });
         }
         if limits.generations > 0 {
             let generations = limits.generations.saturating_sub(generation);
-            candidates.push((
-                pace(f64::from(generation), f64::from(generations)),
-                ToGo::Generations { generations, minutes: 0.0 },
-            ));
+            candidates
+                .push(ToGo::Generations { generations, minutes: pace(f64::from(generation), f64::from(generations)) });
         }
         if limits.max_minutes > 0.0 {
-            let minutes = (limits.max_minutes - minutes_used).max(0.0);
-            candidates.push((Some(minutes), ToGo::Minutes { minutes }));
+            candidates.push(ToGo::Minutes { minutes: (limits.max_minutes - minutes_used).max(0.0) });
         }
-        let (minutes, to_go) = candidates
-            .into_iter()
-            .min_by(|(a, _), (b, _)| a.unwrap_or(f64::INFINITY).total_cmp(&b.unwrap_or(f64::INFINITY)))?;
-        let minutes = minutes.unwrap_or(f64::NAN);
-        Some(match to_go {
-            ToGo::Steps { steps, .. } => ToGo::Steps { steps, minutes },
-            ToGo::Generations { generations, .. } => ToGo::Generations { generations, minutes },
-            m => m,
-        })
+        let soonest = |t: &ToGo| if t.minutes().is_nan() { f64::INFINITY } else { t.minutes() };
+        candidates.into_iter().min_by(|a, b| soonest(a).total_cmp(&soonest(b)))
     }
 
     /// The estimate in minutes (NaN: no pace yet).
@@ -88,18 +79,16 @@ impl std::fmt::Display for ToGo {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScheduleProgress<'a> {
     pub(crate) limits: &'a crate::config::ScheduleConfig,
-    /// The step `[schedule] steps` ends the run at (from its first checkpoint's step).
-    pub(crate) step_limit_at: Option<u64>,
+    /// The step of the run's first checkpoint, where `[schedule] steps` counts from.
+    pub(crate) first_step: u64,
+    /// The step reached.
+    pub(crate) step: u64,
     /// The generation just written.
     pub(crate) generation: u32,
-    /// Steps since the run's first checkpoint.
-    pub(crate) trained: u64,
     /// The run directory's clock.
     pub(crate) elapsed_secs: f64,
     /// Minutes of this invocation.
     pub(crate) minutes_used: f64,
-    /// The step reached.
-    pub(crate) step: u64,
 }
 
 #[cfg(test)]
@@ -116,12 +105,11 @@ mod tests {
         fn at(limits: &crate::config::ScheduleConfig, trained: u64, minutes_used: f64) -> ScheduleProgress<'_> {
             ScheduleProgress {
                 limits,
-                step_limit_at: (limits.steps > 0).then(|| 5000 + limits.steps),
+                first_step: 5000,
+                step: 5000 + trained,
                 generation: 10,
-                trained,
                 elapsed_secs: 1200.0,
                 minutes_used,
-                step: 5000 + trained,
             }
         }
         let to_go = ToGo::of(&at(&limits, 200, 20.0)).unwrap();

@@ -331,8 +331,7 @@ pub fn train(
     let elapsed_before = state.elapsed_secs;
     // `[schedule] steps` counts from the run's first checkpoint.
     let first_step = run.first_step().unwrap_or(state.step);
-    let steps_left =
-        |step: u64| (cfg.schedule.steps > 0).then(|| (first_step + cfg.schedule.steps).saturating_sub(step));
+    let steps_left = |step: u64| cfg.schedule.steps_left(first_step, step);
     // Self-play of the next generation running during training (`[selfplay] overlap`);
     // dropping it stops it (unfinished games are discarded, finished ones stay).
     let mut background: Option<Background> = None;
@@ -406,9 +405,8 @@ pub fn train(
         state.elapsed_secs = elapsed_before + started.elapsed().as_secs_f64();
         summary.to_go = ToGo::of(&ScheduleProgress {
             limits: &cfg.schedule,
-            step_limit_at: (cfg.schedule.steps > 0).then(|| first_step + cfg.schedule.steps),
+            first_step,
             generation: next.number(),
-            trained: state.step.saturating_sub(first_step),
             elapsed_secs: state.elapsed_secs,
             minutes_used: started.elapsed().as_secs_f64() / 60.0,
             step: state.step,
