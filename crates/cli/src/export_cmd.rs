@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_nn::{average, export_model, load_exported};
+use bredon_selfplay::curriculum::{CURRICULUM_FILE, newest_stage_dir, stage_progress};
 use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::{Generation, RunDir};
 use std::path::PathBuf;
@@ -44,17 +45,33 @@ pub enum ExportFormat {
 /// Writes the model file and checks that it loads back.
 pub fn run(args: ExportArgs) -> Result<()> {
     // The checkpoints to export, oldest first: one, or the `--average` ones ending at it.
+    // The run and generation of the checkpoint exported, when it is one of a run's.
+    let mut source: Option<(RunDir, Generation)> = None;
     let (dirs, default_out) = match (&args.checkpoint, &args.run) {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
+            let parent = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints"));
+            if let (Some(checkpoints), Ok(g)) = (parent, name.parse::<Generation>())
+                && let Some(root) = checkpoints.parent()
+            {
+                source = Some((RunDir::new(root), g));
+            }
             (vec![dir.clone()], dir.with_file_name(format!("{name}.bredon")))
         }
         (None, Some(location)) => {
             // A run on an object store: the checkpoint is fetched into a local copy, and
             // the export written there (`--out` to put it elsewhere).
             let opened = crate::run_arg::open(location, None, "export")?;
-            let run = RunDir::new(&opened.dir);
+            let dir = if opened.dir.join(CURRICULUM_FILE).is_file() {
+                let stage =
+                    newest_stage_dir(&opened.dir)?.with_context(|| format!("{location} has no checkpoint yet"))?;
+                eprintln!("{location} is a curriculum: exporting its newest stage, {}", stage.display());
+                stage
+            } else {
+                opened.dir.clone()
+            };
+            let run = RunDir::new(&dir);
             if let Some(r) = &opened.remote {
                 r.pull_run(CheckpointFiles::Model)?;
                 if let Some(g) = args.generation {
@@ -82,7 +99,9 @@ pub fn run(args: ExportArgs) -> Result<()> {
             let dirs = (first..=generation.0).map(|g| run.checkpoint_dir(Generation(g))).collect();
             let name =
                 if args.average > 1 { format!("{generation}-avg{}", args.average) } else { generation.to_string() };
-            (dirs, run.exports_dir().join(format!("{name}.bredon")))
+            let out = run.exports_dir().join(format!("{name}.bredon"));
+            source = Some((run, generation));
+            (dirs, out)
         }
         _ => bail!("give a checkpoint directory or --run DIR"),
     };
@@ -102,6 +121,17 @@ pub fn run(args: ExportArgs) -> Result<()> {
         );
         (model, meta)
     };
+    // A curriculum stage's checkpoint carries how far into the stage it is.
+    let mut meta = meta;
+    if let Some((run, generation)) = &source
+        && let Some(p) = stage_progress(run, *generation)?
+    {
+        eprintln!(
+            "stage {}: {} steps and {:.1} minutes of it behind this model (`bredon train --start-stage {} --init-from` the export goes on with the rest)",
+            p.name, p.steps, p.minutes, p.name
+        );
+        meta.stage = Some(p);
+    }
     let onnx = args.format == ExportFormat::Onnx;
     let out = args.out.unwrap_or(if onnx { default_out.with_extension("onnx") } else { default_out });
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -34,6 +34,7 @@ pub fn run(args: InspectArgs) -> Result<()> {
             "net": meta.net.name(),
             "step": meta.step,
             "generation": meta.generation,
+            "stage": meta.stage,
             "tiny_weight": TINY_WEIGHT,
             "health": health,
             "activity_positions": args.positions,
@@ -52,6 +53,9 @@ pub fn run(args: InspectArgs) -> Result<()> {
         meta.step,
         meta.generation
     );
+    if let Some(p) = &meta.stage {
+        println!("curriculum stage {}: {} steps and {:.1} minutes of it behind this model", p.name, p.steps, p.minutes);
+    }
     print_table(&health);
     if !activity.is_empty() {
         print_activity(&activity, args.positions);

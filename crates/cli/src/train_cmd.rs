@@ -172,6 +172,7 @@ pub fn run_train(args: TrainArgs, device: Option<bredon_nn::DeviceChoice>) -> Re
         remote: opened.remote.clone(),
         compute,
         stage: None,
+        stage_progress: None,
     };
     let stop = stop_flag();
     let summaries = train(&cfg, &run, &opts, stop)?;

@@ -35,4 +35,4 @@ pub mod positions;
 pub use config::{NetConfig, PolicyHead, ValueHead};
 pub use folded::{FoldedConv, FoldedLinear, FoldedNet, Matrix};
 pub use limits::ModelFileError;
-pub use meta::ModelMeta;
+pub use meta::{ModelMeta, StageProgress};

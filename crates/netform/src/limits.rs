@@ -108,6 +108,9 @@ pub enum ModelFileError {
         /// The limit.
         max: usize,
     },
+    /// The curriculum stage a model names is not one ([`crate::meta::StageProgress`]).
+    #[error("field `stage`: {0}")]
+    BadStage(String),
     /// The metadata does not parse as a model's (the parser's reason, bounded).
     #[error("bad metadata: {0}")]
     BadMetadata(String),

@@ -25,6 +25,47 @@ pub struct ModelMeta {
     pub step: u64,
     /// Generation within its run.
     pub generation: u32,
+    /// How far into a curriculum stage the model was exported, when it was (`bredon
+    /// export` of a stage's checkpoint): `bredon train --start-stage NAME --init-from
+    /// MODEL` goes on with what is left of that stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageProgress>,
+}
+
+/// How far a model got into a curriculum stage: the stage's name, and the training steps
+/// and minutes of the stage's own clock behind the model (across every machine it ran on).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageProgress {
+    /// The stage's name in its curriculum (`6x6`).
+    pub name: String,
+    /// Training steps of the stage behind the model.
+    pub steps: u64,
+    /// Minutes of the stage's clock behind the model.
+    pub minutes: f64,
+}
+
+impl StageProgress {
+    /// The longest stage name a model file may carry.
+    pub const MAX_NAME: usize = 64;
+
+    /// Checks the name (letters, digits, `-`, `_`, `.`; at most [`Self::MAX_NAME`]) and the
+    /// minutes (finite, not negative).
+    pub fn check(&self) -> Result<(), ModelFileError> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= Self::MAX_NAME
+            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !name_ok {
+            let found = bounded(&format!("{:?}", self.name), 40);
+            return Err(ModelFileError::BadStage(format!(
+                "name {found} is not 1 to {} letters, digits, '-', '_' or '.'",
+                Self::MAX_NAME
+            )));
+        }
+        if !(self.minutes.is_finite() && self.minutes >= 0.0) {
+            return Err(ModelFileError::BadStage(format!("minutes {} is not a duration", self.minutes)));
+        }
+        Ok(())
+    }
 }
 
 impl ModelMeta {
@@ -38,6 +79,7 @@ impl ModelMeta {
             policy_size: policy_size(net.size),
             step,
             generation,
+            stage: None,
         }
     }
 
@@ -45,7 +87,8 @@ impl ModelMeta {
     /// sizes, input versions, policy size, the network's parameter count): the error names
     /// the field and the limit.
     pub fn check(&self) -> Result<(), ModelFileError> {
-        check_meta(self.size, self.input_version, self.policy_size, &self.net)
+        check_meta(self.size, self.input_version, self.policy_size, &self.net)?;
+        self.stage.as_ref().map_or(Ok(()), StageProgress::check)
     }
 
     /// Parses and checks a model's metadata from its JSON object: numeric fields are
@@ -57,5 +100,38 @@ impl ModelMeta {
             .map_err(|e| ModelFileError::BadMetadata(bounded(&e.to_string(), MAX_MESSAGE)))?;
         meta.check()?;
         Ok(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::NetConfig;
+
+    /// A model's stage progress goes through its JSON and back; a model without one reads
+    /// as before (no `stage` key); a bad name or duration is refused naming the field.
+    #[test]
+    fn stage_progress_round_trips_and_bad_ones_are_refused() {
+        let mut meta = ModelMeta::new(&NetConfig::default_for_size(6), 4, 1315, 35);
+        let plain = serde_json::to_value(&meta).unwrap();
+        assert!(plain.get("stage").is_none(), "{plain}");
+        assert_eq!(ModelMeta::from_json(plain).unwrap(), meta);
+        meta.stage = Some(StageProgress { name: "6x6".into(), steps: 1315, minutes: 148.5 });
+        let json = serde_json::to_value(&meta).unwrap();
+        assert_eq!(json["stage"]["steps"], 1315, "{json}");
+        assert_eq!(ModelMeta::from_json(json.clone()).unwrap(), meta);
+        let refused = |stage: serde_json::Value| {
+            let mut j = json.clone();
+            j["stage"] = stage;
+            ModelMeta::from_json(j).unwrap_err().to_string()
+        };
+        let e = refused(serde_json::json!({"name": "6x6/../x", "steps": 1, "minutes": 1.0}));
+        assert!(e.contains("field `stage`") && e.contains("6x6/../x"), "{e}");
+        let e = refused(serde_json::json!({"name": "x".repeat(65), "steps": 1, "minutes": 1.0}));
+        assert!(e.contains("field `stage`"), "{e}");
+        let e = refused(serde_json::json!({"name": "6x6", "steps": 1, "minutes": -3.0}));
+        assert!(e.contains("minutes -3"), "{e}");
+        let e = refused(serde_json::json!({"name": "6x6", "steps": -1, "minutes": 1.0}));
+        assert!(e.contains("bad metadata"), "{e}");
     }
 }

@@ -125,7 +125,12 @@ pub fn average(models: &[(TakNet, ModelMeta)]) -> Result<(TakNet, ModelMeta), Av
     }
     let net = first.clone().map(&mut Replace { sums: sums.into_iter() });
     let newest = models.iter().map(|(_, m)| m).max_by_key(|m| (m.step, m.generation)).expect("not empty");
-    let meta = ModelMeta { step: newest.step, generation: newest.generation, ..first_meta.clone() };
+    let meta = ModelMeta {
+        step: newest.step,
+        generation: newest.generation,
+        stage: newest.stage.clone(),
+        ..first_meta.clone()
+    };
     Ok((net, meta))
 }
 

@@ -34,13 +34,16 @@
 //! marked done (`stage-done.json`, checksummed, written atomically) and the next stage
 //! starts. A killed curriculum resumes inside the stage it was in, from that stage's
 //! newest checkpoint, with `bredon train --run RUN`. A new one can begin at a later
-//! stage from a given model ([`CurriculumStart::start_stage`]).
+//! stage from a given model ([`CurriculumStart::start_stage`]); a model exported inside
+//! that stage ([`stage_progress`]) goes on with the rest of it.
 
 use crate::config::RunConfig;
 use crate::error::{ConfigError, Result, RunError};
 use crate::fsutil::atomic_write;
+use crate::generation::Generation;
 use crate::rundir::RunDir;
 use crate::train::{StageTag, TrainOptions, open_run, train};
+use bredon_netform::StageProgress;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -321,6 +324,72 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
     Ok(())
 }
 
+/// How far `model` had got into the stage `name` when it was exported inside it (its
+/// [`StageProgress`]); `None` for a model of another stage or of none (a checkpoint, a
+/// model from a single run).
+fn continued_stage(model: &Path, name: &str) -> Result<Option<StageProgress>> {
+    let meta = bredon_nn::checkpoint::read_exported_meta(model)?;
+    Ok(meta.stage.filter(|p| p.name == name))
+}
+
+/// Refuses to go on with stage `first` from `model` when the model has done all of it.
+fn check_not_past(c: &Curriculum, first: usize, model: &Path) -> Result<()> {
+    let stage = &c.stages[first];
+    let Some(p) = continued_stage(model, &stage.name)? else { return Ok(()) };
+    if (stage.steps > 0 && p.steps >= stage.steps) || (stage.minutes > 0.0 && p.minutes >= stage.minutes) {
+        let next = match c.stages.get(first + 1) {
+            Some(n) => format!("start at the next stage instead (--start-stage {})", n.name),
+            None => "it was the curriculum's last stage".to_string(),
+        };
+        return Err(RunError::StageAlreadyDone {
+            model: model.to_path_buf(),
+            stage: stage.name.clone(),
+            steps: p.steps,
+            minutes: p.minutes,
+            limits: stage.limits(),
+            next,
+        });
+    }
+    Ok(())
+}
+
+/// Where checkpoint `generation` of `run` stands in its curriculum stage, when `run` is a
+/// stage's directory (`<curriculum>/stages/NN-<name>`): the stage's steps and minutes
+/// behind it, those carried from an export the stage went on from included. What `bredon
+/// export` writes into a stage's model, so that a curriculum whose directory is lost goes
+/// on from the export with the rest of the stage.
+pub fn stage_progress(run: &RunDir, generation: Generation) -> Result<Option<StageProgress>> {
+    let Some(stages) = run.root().parent().filter(|p| p.file_name().is_some_and(|n| n == STAGES_DIR)) else {
+        return Ok(None);
+    };
+    let Some(root) = stages.parent().filter(|r| r.join(CURRICULUM_FILE).is_file()) else { return Ok(None) };
+    let c = Curriculum::load(&root.join(CURRICULUM_FILE))?;
+    let here = run.root().file_name();
+    let Some(index) = (0..c.stages.len()).find(|&i| c.stage_dir(root, i).file_name() == here) else {
+        return Ok(None);
+    };
+    let carried = run.init_record()?.and_then(|r| r.stage);
+    let state = run.read_state(generation)?;
+    Ok(Some(StageProgress {
+        name: c.stages[index].name.clone(),
+        steps: state.step.saturating_sub(run.first_step()?) + carried.as_ref().map_or(0, |p| p.steps),
+        minutes: state.elapsed_secs / 60.0 + carried.as_ref().map_or(0.0, |p| p.minutes),
+    }))
+}
+
+/// The stage directory of the curriculum in `root` that holds its newest training: the
+/// last stage with a checkpoint (`None` before the first one).
+pub fn newest_stage_dir(root: &Path) -> Result<Option<PathBuf>> {
+    let c = Curriculum::load(&root.join(CURRICULUM_FILE))?;
+    for index in (0..c.stages.len()).rev() {
+        let run = RunDir::new(c.stage_dir(root, index));
+        if run.latest()?.is_some() {
+            return Ok(Some(run.root().to_path_buf()));
+        }
+    }
+    Ok(None)
+}
+
 /// Runs (or resumes) a curriculum in `root`. `config_text` is needed to create it (the
 /// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
 /// own copy. `options` gives each stage's [`TrainOptions`] from its config and run
@@ -365,6 +434,9 @@ pub fn train_curriculum(
         let c = Curriculum::from_toml(text)?;
         // Checked before anything is written, so that a wrong name leaves no directory.
         let first = start_stage.as_deref().map(|s| c.stage_index(s)).transpose()?.unwrap_or(0);
+        if let Some(from) = &init_from {
+            check_not_past(&c, first, from)?;
+        }
         std::fs::create_dir_all(root).map_err(|source| RunError::Io {
             doing: "creating",
             path: root.into(),
@@ -400,28 +472,47 @@ pub fn train_curriculum(
             });
             continue;
         }
+        let fresh = run.latest()?.is_none();
+        // What an exported model of this stage had done of it already: read from the
+        // model for the first stage trained, then kept in the stage's `init.json`.
+        let carried = match &previous {
+            Some((from, _)) if fresh && first_init => continued_stage(from, &stage.name)?,
+            _ if fresh => None,
+            _ => run.init_record()?.and_then(|r| r.stage),
+        };
+        let (carried_steps, carried_minutes) = carried.as_ref().map_or((0, 0.0), |p| (p.steps, p.minutes));
+        if fresh && let (Some(p), Some((from, _))) = (&carried, &previous) {
+            eprintln!(
+                "{tag}: going on from {}: {} steps and {:.1} minutes of the stage done ({})",
+                from.display(),
+                p.steps,
+                p.minutes,
+                stage.limits()
+            );
+        }
         let text = toml::to_string(&stage.config).expect("a run config serialises");
         let mut cfg = open_run(&run, Some(&stage.config), Some(&text))?;
         let elapsed_secs = match run.latest()? {
             Some(g) => run.read_state(g)?.elapsed_secs,
             None => 0.0,
         };
-        let fresh = run.latest()?.is_none();
-        let remaining = stage.minutes - elapsed_secs / 60.0;
+        let remaining = stage.minutes - carried_minutes - elapsed_secs / 60.0;
+        let steps_left = stage.steps.saturating_sub(carried_steps);
         let generation_reached = |run: &RunDir| -> Result<bool> {
             Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
         };
         let steps_reached = match run.latest()? {
-            Some(g) if stage.steps > 0 => run.read_state(g)?.step >= run.first_step()? + stage.steps,
+            Some(g) if stage.steps > 0 => run.read_state(g)?.step >= run.first_step()? + steps_left,
             _ => false,
         };
         let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)? || steps_reached;
         if !finished {
             cfg.schedule.max_minutes = if stage.minutes > 0.0 { remaining } else { 0.0 };
             cfg.schedule.generations = stage.generations;
-            cfg.schedule.steps = stage.steps;
+            cfg.schedule.steps = steps_left;
             let mut opts = options(&cfg, &run).map_err(|source| RunError::Stage { stage: tag.to_string(), source })?;
             opts.stage = Some(tag.clone());
+            opts.stage_progress = carried.clone();
             if fresh && let Some((from, minutes)) = &previous {
                 opts.init_from = Some(from.clone());
                 // The first stage's model from `--init-from`: its minutes as given (or
@@ -442,7 +533,8 @@ pub fn train_curriculum(
             }
         }
         let latest = run.latest()?.ok_or_else(|| RunError::NotARun { path: dir.clone(), config_given: true })?;
-        let stage_minutes = run.read_state(latest)?.elapsed_secs / 60.0;
+        let own_minutes = run.read_state(latest)?.elapsed_secs / 60.0;
+        let stage_minutes = carried_minutes + own_minutes;
         let before = match std::fs::read(run.init_path()) {
             Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
                 .ok()
@@ -454,7 +546,7 @@ pub fn train_curriculum(
             name: stage.name.clone(),
             generation: latest.number(),
             stage_minutes,
-            total_minutes: before + stage_minutes,
+            total_minutes: before + own_minutes,
             skipped_for: None,
         };
         atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;

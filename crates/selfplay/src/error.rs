@@ -203,6 +203,25 @@ pub enum RunError {
         /// Why it cannot apply.
         why: &'static str,
     },
+    /// The model a curriculum goes on from was exported at or past the end of the stage
+    /// it would go on with.
+    #[error(
+        "{model} was exported after {steps} steps and {minutes:.1} minutes of stage {stage}, which ends at {limits}: {next}"
+    )]
+    StageAlreadyDone {
+        /// The model.
+        model: PathBuf,
+        /// The stage.
+        stage: String,
+        /// Its steps behind the model.
+        steps: u64,
+        /// Its minutes behind the model.
+        minutes: f64,
+        /// The stage's limits, in words.
+        limits: String,
+        /// What to do instead (start at the next stage, naming it).
+        next: String,
+    },
     /// Another trainer holds the run's lock.
     #[error("{} is in use: {holder} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)", run.display(), lock.display())]
     Locked {

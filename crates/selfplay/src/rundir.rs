@@ -145,6 +145,11 @@ pub struct InitRecord {
     /// The games carried into the replay window with `--window-from`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_from: Option<Inherited>,
+    /// How far `source` had got into the curriculum stage this run goes on with, when it
+    /// was exported inside that stage (see [`crate::curriculum`]): the stage's limits
+    /// count it, across resumes too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<bredon_netform::StageProgress>,
 }
 
 /// Training state saved with every checkpoint (everything needed to continue exactly).

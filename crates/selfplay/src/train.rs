@@ -76,6 +76,10 @@ pub struct TrainOptions {
     /// The curriculum stage this run is (see [`crate::curriculum`]): named at the head of
     /// each generation's line, in `logs/generations.jsonl` and in TensorBoard.
     pub stage: Option<StageTag>,
+    /// With `init_from`, in a curriculum: how far the model had got into the stage this
+    /// run goes on with (its export's [`bredon_netform::StageProgress`]), kept in
+    /// `init.json` so that the stage's limits count it.
+    pub stage_progress: Option<bredon_netform::StageProgress>,
 }
 
 /// Which stage of a curriculum a run is.
@@ -110,6 +114,7 @@ impl std::fmt::Debug for TrainOptions {
             .field("window_from", &self.window_from)
             .field("compute", &self.compute)
             .field("stage", &self.stage)
+            .field("stage_progress", &self.stage_progress)
             .finish()
     }
 }
@@ -510,6 +515,7 @@ fn init_from_model(
         generation: meta.generation,
         minutes,
         window_from: None,
+        stage: opts.stage_progress.clone(),
     };
     if let Some(source) = &opts.window_from {
         if opts.remote.is_some() {

@@ -823,6 +823,89 @@ fn a_step_limit_ends_a_run_and_a_curriculum_stage_exactly() {
     assert!(!refused.status.success() && common::text(&refused).contains("--steps"), "{}", common::text(&refused));
 }
 
+/// A stage's export carries how far into the stage it is (`bredon export --run` of a
+/// curriculum exports its newest stage), and a curriculum lost with its machine goes on
+/// from that export with the rest of the stage: `--start-stage b --init-from EXPORT`
+/// trains b's steps less those behind the export, keeps them across a resume, and its
+/// next export counts both parts. An export at or past the end of the stage is refused
+/// before anything is written.
+#[test]
+fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let json =
+        |p: PathBuf| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap() };
+    let step_of = |run: &Path| -> u64 {
+        let latest = std::fs::read_to_string(run.join("latest")).unwrap();
+        json(run.join("checkpoints").join(latest.trim()).join("state.json"))["step"].as_u64().unwrap()
+    };
+    let curriculum = |sub: &str, b: (&str, i64)| {
+        let stage = |name: &str, key: &str, n: i64| {
+            let mut t = toml::Table::new();
+            t.insert("name".into(), name.into());
+            t.insert(key.into(), n.into());
+            toml::Value::Table(t)
+        };
+        let d = dir.path().join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        TinyConfig::new(0).top("stage", vec![stage("a", "steps", 15), stage("b", b.0, b.1)]).write(&d)
+    };
+    let inspect = |model: &Path| -> serde_json::Value {
+        let out = bredon().arg("inspect").arg(model).args(["--json", "--positions", "0"]).output().unwrap();
+        assert!(out.status.success(), "{}", common::text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    // The first machine: stage b stops after one generation, its export says how far.
+    let first = dir.path().join("first");
+    checked(&mut train(&curriculum("c1", ("generations", 1)), &first, &[]));
+    let export = dir.path().join("b.bredon");
+    let out = bredon().arg("export").arg("--run").arg(&first).arg("--out").arg(&export).output().unwrap();
+    let text = common::text(&out);
+    assert!(out.status.success() && text.contains("is a curriculum: exporting its newest stage"), "{text}");
+    let done_b = step_of(&first.join("stages/02-b")) - 15;
+    assert!(done_b > 0, "{text}");
+    let carried = inspect(&export)["stage"].clone();
+    assert_eq!((carried["name"].as_str(), carried["steps"].as_u64()), (Some("b"), Some(done_b)), "{carried}");
+    let carried_minutes = carried["minutes"].as_f64().unwrap();
+    assert!(carried_minutes > 0.0, "{carried}");
+
+    // The second machine: b is 10 steps longer than the export got; only those 10 train.
+    let c2 = curriculum("c2", ("steps", done_b as i64 + 10));
+    let second = dir.path().join("second");
+    let err = checked_err(&mut train(&c2, &second, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]));
+    assert!(err.contains(&format!("going on from {}: {done_b} steps", export.display())), "{err}");
+    let b = second.join("stages/02-b");
+    assert_eq!(step_of(&b), 15 + done_b + 10, "{err}");
+    assert_eq!(json(b.join("init.json"))["stage"], carried);
+    let done = json(b.join("stage-done.json"));
+    assert!(done["stage_minutes"].as_f64().unwrap() > carried_minutes, "{done}");
+    let first_line =
+        json_line(std::fs::read_to_string(b.join("logs/generations.jsonl")).unwrap().lines().next().unwrap());
+    let trained = first_line["step"].as_u64().unwrap() - (15 + done_b);
+    assert_eq!(first_line["to_go"]["steps"].as_u64(), Some(10 - trained), "{first_line}");
+    // A resume counts the carried steps too: with the marker gone, nothing more trains.
+    let latest = std::fs::read_to_string(b.join("latest")).unwrap();
+    std::fs::remove_file(b.join("stage-done.json")).unwrap();
+    checked(bredon().arg("train").arg("--run").arg(&second).arg("--quiet"));
+    assert_eq!(std::fs::read_to_string(b.join("latest")).unwrap(), latest);
+    assert!(b.join("stage-done.json").is_file());
+    // The next export counts both machines' steps.
+    let again = dir.path().join("b2.bredon");
+    checked(bredon().arg("export").arg(b.join("checkpoints").join(latest.trim())).arg("--out").arg(&again));
+    assert_eq!(inspect(&again)["stage"]["steps"].as_u64(), Some(done_b + 10));
+
+    // An export that has done the whole stage is refused, naming the stage.
+    let c3 = curriculum("c3", ("steps", done_b as i64));
+    let third = dir.path().join("third");
+    let out = train(&c3, &third, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]).output().unwrap();
+    let text = common::text(&out);
+    assert!(
+        !out.status.success() && text.contains("of stage b, which ends at") && text.contains("last stage"),
+        "{text}"
+    );
+    assert!(!third.exists(), "a refused start writes nothing");
+}
+
 /// `[eval.anchor]`: every checkpoint plays an outside engine over TEI (here `bredon tei`
 /// itself, a real engine process) and the run's Elo is fitted on that engine's scale.
 #[test]
