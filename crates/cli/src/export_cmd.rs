@@ -51,9 +51,11 @@ pub fn run(args: ExportArgs) -> Result<()> {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
-            let parent = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints"));
+            let resolved = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+            let parent = resolved.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints"));
             if let (Some(checkpoints), Ok(g)) = (parent, name.parse::<Generation>())
                 && let Some(root) = checkpoints.parent()
+                && dir.is_dir()
             {
                 source = Some((RunDir::new(root), g));
             }
@@ -121,18 +123,23 @@ pub fn run(args: ExportArgs) -> Result<()> {
         );
         (model, meta)
     };
-    // A curriculum stage's checkpoint carries how far into the stage it is.
-    let mut meta = meta;
-    if let Some((run, generation)) = &source
-        && let Some(p) = stage_progress(run, *generation)?
-    {
-        eprintln!(
-            "stage {}: {} steps and {:.1} minutes of it behind this model (`bredon train --start-stage {} --init-from` the export goes on with the rest)",
-            p.name, p.steps, p.minutes, p.name
-        );
-        meta.stage = Some(p);
-    }
     let onnx = args.format == ExportFormat::Onnx;
+    // A curriculum stage's checkpoint carries how far into the stage it is (a model that
+    // `--start-stage NAME --init-from` goes on from; ONNX has no use for it).
+    let mut meta = meta;
+    if let Some((run, generation)) = source.as_ref().filter(|_| !onnx) {
+        match stage_progress(run, *generation) {
+            Ok(Some(p)) => {
+                eprintln!(
+                    "stage {}: {} steps, {} generations and {:.1} minutes of it behind this model",
+                    p.name, p.steps, p.generations, p.minutes
+                );
+                meta.stage = Some(p);
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: exported without its curriculum stage's progress: {e}"),
+        }
+    }
     let out = args.out.unwrap_or(if onnx { default_out.with_extension("onnx") } else { default_out });
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;

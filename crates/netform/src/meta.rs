@@ -32,21 +32,27 @@ pub struct ModelMeta {
     pub stage: Option<StageProgress>,
 }
 
-/// How far a model got into a curriculum stage: the stage's name, and the training steps
-/// and minutes of the stage's own clock behind the model (across every machine it ran on).
+/// How far a model got into a curriculum stage: the stage's name, and the training steps,
+/// generations and minutes of the stage's own clock behind the model (across every
+/// machine it ran on).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageProgress {
     /// The stage's name in its curriculum (`6x6`).
     pub name: String,
     /// Training steps of the stage behind the model.
     pub steps: u64,
+    /// Generations of the stage behind the model.
+    #[serde(default)]
+    pub generations: u32,
     /// Minutes of the stage's clock behind the model.
     pub minutes: f64,
 }
 
 impl StageProgress {
-    /// The longest stage name a model file may carry.
+    /// The longest stage name a model file may carry (and a curriculum may give).
     pub const MAX_NAME: usize = 64;
+    /// The most training steps a stage's progress may count (10^12: far past any run).
+    pub const MAX_STEPS: u64 = 1_000_000_000_000;
 
     /// Checks the name (letters, digits, `-`, `_`, `.`; at most [`Self::MAX_NAME`]) and the
     /// minutes (finite, not negative).
@@ -63,6 +69,9 @@ impl StageProgress {
         }
         if !(self.minutes.is_finite() && self.minutes >= 0.0) {
             return Err(ModelFileError::BadStage(format!("minutes {} is not a duration", self.minutes)));
+        }
+        if self.steps > Self::MAX_STEPS {
+            return Err(ModelFileError::BadStage(format!("steps {} is more than {}", self.steps, Self::MAX_STEPS)));
         }
         Ok(())
     }
@@ -116,7 +125,7 @@ mod tests {
         let plain = serde_json::to_value(&meta).unwrap();
         assert!(plain.get("stage").is_none(), "{plain}");
         assert_eq!(ModelMeta::from_json(plain).unwrap(), meta);
-        meta.stage = Some(StageProgress { name: "6x6".into(), steps: 1315, minutes: 148.5 });
+        meta.stage = Some(StageProgress { name: "6x6".into(), steps: 1315, generations: 35, minutes: 148.5 });
         let json = serde_json::to_value(&meta).unwrap();
         assert_eq!(json["stage"]["steps"], 1315, "{json}");
         assert_eq!(ModelMeta::from_json(json.clone()).unwrap(), meta);
@@ -133,5 +142,7 @@ mod tests {
         assert!(e.contains("minutes -3"), "{e}");
         let e = refused(serde_json::json!({"name": "6x6", "steps": -1, "minutes": 1.0}));
         assert!(e.contains("bad metadata"), "{e}");
+        let e = refused(serde_json::json!({"name": "6x6", "steps": u64::MAX, "minutes": 1.0}));
+        assert!(e.contains("field `stage`: steps"), "{e}");
     }
 }

@@ -132,10 +132,14 @@ impl Curriculum {
                 Some(_) => return Err(ConfigError::Invalid(format!("[[stage]] {}: name must be a string", i + 1))),
                 None => return Err(ConfigError::Invalid(format!("[[stage]] {} has no name", i + 1))),
             };
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            if name.is_empty()
+                || name.len() > StageProgress::MAX_NAME
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
                 return Err(ConfigError::Invalid(format!(
-                    "{}: a stage name is letters, digits, '-', '_' or '.' (it names a folder)",
-                    which(&name)
+                    "{}: a stage name is 1 to {} letters, digits, '-', '_' or '.' (it names a folder)",
+                    which(&name),
+                    StageProgress::MAX_NAME
                 )));
             }
             if stages.iter().any(|s| s.name == name) {
@@ -324,56 +328,84 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
     Ok(())
 }
 
-/// How far `model` had got into the stage `name` when it was exported inside it (its
-/// [`StageProgress`]); `None` for a model of another stage or of none (a checkpoint, a
-/// model from a single run).
+/// How far `model` had got into the stage `name`: an export's [`StageProgress`], or, for a
+/// checkpoint directory of a stage's run, where that checkpoint stands in the stage;
+/// `None` for a model of another stage or of none (a model from a single run).
 fn continued_stage(model: &Path, name: &str) -> Result<Option<StageProgress>> {
-    let meta = bredon_nn::checkpoint::read_exported_meta(model)?;
-    Ok(meta.stage.filter(|p| p.name == name))
+    let progress = if model.is_dir() {
+        let dir = absolute(model)?;
+        let run = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints")).and_then(Path::parent);
+        let generation = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<Generation>().ok());
+        match (run, generation) {
+            (Some(run), Some(g)) => stage_progress(&RunDir::new(run), g)?,
+            _ => None,
+        }
+    } else {
+        bredon_nn::checkpoint::read_exported_meta(model)?.stage
+    };
+    Ok(progress.filter(|p| p.name == name))
+}
+
+/// Whether `done` covers all of `stage` (its steps, generations or minutes).
+fn past_end(stage: &Stage, done: &StageProgress) -> bool {
+    (stage.steps > 0 && done.steps >= stage.steps)
+        || (stage.generations > 0 && done.generations >= stage.generations)
+        || (stage.minutes > 0.0 && done.minutes >= stage.minutes)
+}
+
+/// The error for going on with stage `index` from `model`, which has done all of it.
+fn already_done(c: &Curriculum, index: usize, model: &Path, done: &StageProgress) -> RunError {
+    let next = match c.stages.get(index + 1) {
+        Some(n) => format!("start at the next stage instead (--start-stage {})", n.name),
+        None => "it was the curriculum's last stage".to_string(),
+    };
+    RunError::StageAlreadyDone {
+        model: model.to_path_buf(),
+        stage: c.stages[index].name.clone(),
+        steps: done.steps,
+        generations: done.generations,
+        minutes: done.minutes,
+        limits: c.stages[index].limits(),
+        next,
+    }
 }
 
 /// Refuses to go on with stage `first` from `model` when the model has done all of it.
 fn check_not_past(c: &Curriculum, first: usize, model: &Path) -> Result<()> {
-    let stage = &c.stages[first];
-    let Some(p) = continued_stage(model, &stage.name)? else { return Ok(()) };
-    if (stage.steps > 0 && p.steps >= stage.steps) || (stage.minutes > 0.0 && p.minutes >= stage.minutes) {
-        let next = match c.stages.get(first + 1) {
-            Some(n) => format!("start at the next stage instead (--start-stage {})", n.name),
-            None => "it was the curriculum's last stage".to_string(),
-        };
-        return Err(RunError::StageAlreadyDone {
-            model: model.to_path_buf(),
-            stage: stage.name.clone(),
-            steps: p.steps,
-            minutes: p.minutes,
-            limits: stage.limits(),
-            next,
-        });
+    match continued_stage(model, &c.stages[first].name)? {
+        Some(p) if past_end(&c.stages[first], &p) => Err(already_done(c, first, model, &p)),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|source| RunError::Io { doing: "resolving", path: path.into(), source })
 }
 
 /// Where checkpoint `generation` of `run` stands in its curriculum stage, when `run` is a
-/// stage's directory (`<curriculum>/stages/NN-<name>`): the stage's steps and minutes
-/// behind it, those carried from an export the stage went on from included. What `bredon
-/// export` writes into a stage's model, so that a curriculum whose directory is lost goes
-/// on from the export with the rest of the stage.
+/// stage's directory (`<curriculum>/stages/NN-<name>`, as given or relative): the stage's
+/// steps, generations and minutes behind it, those carried from an export the stage went
+/// on from included. What `bredon export` writes into a stage's model, so that a
+/// curriculum whose directory is lost goes on from the export with the rest of the stage.
 pub fn stage_progress(run: &RunDir, generation: Generation) -> Result<Option<StageProgress>> {
-    let Some(stages) = run.root().parent().filter(|p| p.file_name().is_some_and(|n| n == STAGES_DIR)) else {
+    let dir = absolute(run.root())?;
+    let Some(stages) = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == STAGES_DIR)) else {
         return Ok(None);
     };
     let Some(root) = stages.parent().filter(|r| r.join(CURRICULUM_FILE).is_file()) else { return Ok(None) };
     let c = Curriculum::load(&root.join(CURRICULUM_FILE))?;
-    let here = run.root().file_name();
+    let here = dir.file_name();
     let Some(index) = (0..c.stages.len()).find(|&i| c.stage_dir(root, i).file_name() == here) else {
         return Ok(None);
     };
     let carried = run.init_record()?.and_then(|r| r.stage);
     let state = run.read_state(generation)?;
+    let (steps, generations, minutes) = carried.map_or((0, 0, 0.0), |p| (p.steps, p.generations, p.minutes));
     Ok(Some(StageProgress {
         name: c.stages[index].name.clone(),
-        steps: state.step.saturating_sub(run.first_step()?) + carried.as_ref().map_or(0, |p| p.steps),
-        minutes: state.elapsed_secs / 60.0 + carried.as_ref().map_or(0.0, |p| p.minutes),
+        steps: state.step.saturating_sub(run.first_step()?).saturating_add(steps),
+        generations: generation.number().saturating_add(generations),
+        minutes: state.elapsed_secs / 60.0 + minutes,
     }))
 }
 
@@ -480,8 +512,12 @@ pub fn train_curriculum(
             _ if fresh => None,
             _ => run.init_record()?.and_then(|r| r.stage),
         };
-        let (carried_steps, carried_minutes) = carried.as_ref().map_or((0, 0.0), |p| (p.steps, p.minutes));
+        let (carried_steps, carried_generations, carried_minutes) =
+            carried.as_ref().map_or((0, 0, 0.0), |p| (p.steps, p.generations, p.minutes));
         if fresh && let (Some(p), Some((from, _))) = (&carried, &previous) {
+            if past_end(stage, p) {
+                return Err(already_done(&curriculum, index, from, p));
+            }
             eprintln!(
                 "{tag}: going on from {}: {} steps and {:.1} minutes of the stage done ({})",
                 from.display(),
@@ -496,10 +532,12 @@ pub fn train_curriculum(
             Some(g) => run.read_state(g)?.elapsed_secs,
             None => 0.0,
         };
+        // What is left of the stage's limits (0 where it has none).
         let remaining = stage.minutes - carried_minutes - elapsed_secs / 60.0;
         let steps_left = stage.steps.saturating_sub(carried_steps);
+        let generations_left = stage.generations.saturating_sub(carried_generations);
         let generation_reached = |run: &RunDir| -> Result<bool> {
-            Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= stage.generations))
+            Ok(stage.generations > 0 && run.latest()?.is_some_and(|g| g.number() >= generations_left))
         };
         let steps_reached = match run.latest()? {
             Some(g) if stage.steps > 0 => run.read_state(g)?.step >= run.first_step()? + steps_left,
@@ -508,7 +546,7 @@ pub fn train_curriculum(
         let finished = (stage.minutes > 0.0 && remaining <= 0.0) || generation_reached(&run)? || steps_reached;
         if !finished {
             cfg.schedule.max_minutes = if stage.minutes > 0.0 { remaining } else { 0.0 };
-            cfg.schedule.generations = stage.generations;
+            cfg.schedule.generations = generations_left;
             cfg.schedule.steps = steps_left;
             let mut opts = options(&cfg, &run).map_err(|source| RunError::Stage { stage: tag.to_string(), source })?;
             opts.stage = Some(tag.clone());
@@ -546,7 +584,8 @@ pub fn train_curriculum(
             name: stage.name.clone(),
             generation: latest.number(),
             stage_minutes,
-            total_minutes: before + own_minutes,
+            // The minutes behind the model it started from include those carried in it.
+            total_minutes: before.max(carried_minutes) + own_minutes,
             skipped_for: None,
         };
         atomic_write(&done_path, &bredon_storage::integrity::to_checked_json(&done, &[])?)?;

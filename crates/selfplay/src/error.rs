@@ -206,7 +206,7 @@ pub enum RunError {
     /// The model a curriculum goes on from was exported at or past the end of the stage
     /// it would go on with.
     #[error(
-        "{model} was exported after {steps} steps and {minutes:.1} minutes of stage {stage}, which ends at {limits}: {next}"
+        "{model} was exported after {steps} steps, {generations} generations and {minutes:.1} minutes of stage {stage}, which runs {limits}: {next}"
     )]
     StageAlreadyDone {
         /// The model.
@@ -215,6 +215,8 @@ pub enum RunError {
         stage: String,
         /// Its steps behind the model.
         steps: u64,
+        /// Its generations behind the model.
+        generations: u32,
         /// Its minutes behind the model.
         minutes: f64,
         /// The stage's limits, in words.

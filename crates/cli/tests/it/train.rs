@@ -838,16 +838,16 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
         let latest = std::fs::read_to_string(run.join("latest")).unwrap();
         json(run.join("checkpoints").join(latest.trim()).join("state.json"))["step"].as_u64().unwrap()
     };
-    let curriculum = |sub: &str, b: (&str, i64)| {
-        let stage = |name: &str, key: &str, n: i64| {
+    let curriculum = |sub: &str, b: (&str, toml::Value)| {
+        let stage = |name: &str, key: &str, n: toml::Value| {
             let mut t = toml::Table::new();
             t.insert("name".into(), name.into());
-            t.insert(key.into(), n.into());
+            t.insert(key.into(), n);
             toml::Value::Table(t)
         };
         let d = dir.path().join(sub);
         std::fs::create_dir_all(&d).unwrap();
-        TinyConfig::new(0).top("stage", vec![stage("a", "steps", 15), stage("b", b.0, b.1)]).write(&d)
+        TinyConfig::new(0).top("stage", vec![stage("a", "steps", 15.into()), stage("b", b.0, b.1)]).write(&d)
     };
     let inspect = |model: &Path| -> serde_json::Value {
         let out = bredon().arg("inspect").arg(model).args(["--json", "--positions", "0"]).output().unwrap();
@@ -857,7 +857,7 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
 
     // The first machine: stage b stops after one generation, its export says how far.
     let first = dir.path().join("first");
-    checked(&mut train(&curriculum("c1", ("generations", 1)), &first, &[]));
+    checked(&mut train(&curriculum("c1", ("generations", 1.into())), &first, &[]));
     let export = dir.path().join("b.bredon");
     let out = bredon().arg("export").arg("--run").arg(&first).arg("--out").arg(&export).output().unwrap();
     let text = common::text(&out);
@@ -870,7 +870,7 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     assert!(carried_minutes > 0.0, "{carried}");
 
     // The second machine: b is 10 steps longer than the export got; only those 10 train.
-    let c2 = curriculum("c2", ("steps", done_b as i64 + 10));
+    let c2 = curriculum("c2", ("steps", (done_b as i64 + 10).into()));
     let second = dir.path().join("second");
     let err = checked_err(&mut train(&c2, &second, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]));
     assert!(err.contains(&format!("going on from {}: {done_b} steps", export.display())), "{err}");
@@ -878,7 +878,11 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     assert_eq!(step_of(&b), 15 + done_b + 10, "{err}");
     assert_eq!(json(b.join("init.json"))["stage"], carried);
     let done = json(b.join("stage-done.json"));
-    assert!(done["stage_minutes"].as_f64().unwrap() > carried_minutes, "{done}");
+    let latest_dir = b.join("checkpoints").join(std::fs::read_to_string(b.join("latest")).unwrap().trim());
+    let own = json(latest_dir.join("state.json"))["elapsed_secs"].as_f64().unwrap() / 60.0;
+    let close = |a: &serde_json::Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-6;
+    assert!(close(&done["stage_minutes"], carried_minutes + own), "{done} {carried_minutes} + {own}");
+    assert!(close(&done["total_minutes"], carried_minutes + own), "the export's minutes count in all: {done}");
     let first_line =
         json_line(std::fs::read_to_string(b.join("logs/generations.jsonl")).unwrap().lines().next().unwrap());
     let trained = first_line["step"].as_u64().unwrap() - (15 + done_b);
@@ -889,21 +893,32 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     checked(bredon().arg("train").arg("--run").arg(&second).arg("--quiet"));
     assert_eq!(std::fs::read_to_string(b.join("latest")).unwrap(), latest);
     assert!(b.join("stage-done.json").is_file());
-    // The next export counts both machines' steps.
+    // The next export, of the checkpoint by a relative path, counts both machines' part.
     let again = dir.path().join("b2.bredon");
-    checked(bredon().arg("export").arg(b.join("checkpoints").join(latest.trim())).arg("--out").arg(&again));
-    assert_eq!(inspect(&again)["stage"]["steps"].as_u64(), Some(done_b + 10));
+    let relative = format!("checkpoints/{}", latest.trim());
+    checked(bredon().current_dir(&b).arg("export").arg(relative).arg("--out").arg(&again));
+    let both = inspect(&again)["stage"].clone();
+    let generations = latest.trim().trim_start_matches("gen-").parse::<u64>().unwrap();
+    assert_eq!(both["steps"].as_u64(), Some(done_b + 10), "{both}");
+    assert_eq!(both["generations"].as_u64(), Some(1 + generations), "{both}");
 
-    // An export that has done the whole stage is refused, naming the stage.
-    let c3 = curriculum("c3", ("steps", done_b as i64));
-    let third = dir.path().join("third");
-    let out = train(&c3, &third, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]).output().unwrap();
-    let text = common::text(&out);
-    assert!(
-        !out.status.success() && text.contains("of stage b, which ends at") && text.contains("last stage"),
-        "{text}"
-    );
-    assert!(!third.exists(), "a refused start writes nothing");
+    // An export that has done the whole stage, by its steps, generations or minutes, is
+    // refused, naming the stage.
+    let limits = [
+        ("steps", toml::Value::from(done_b as i64)),
+        ("generations", 1.into()),
+        ("minutes", (carried_minutes / 2.0).into()),
+    ];
+    for (i, (key, limit)) in limits.into_iter().enumerate() {
+        let config = curriculum(&format!("c3-{i}"), (key, limit));
+        let third = dir.path().join(format!("third-{i}"));
+        let out =
+            train(&config, &third, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]).output().unwrap();
+        let text = common::text(&out);
+        assert!(!out.status.success() && text.contains("of stage b, which runs until"), "{key}: {text}");
+        assert!(text.contains("last stage"), "{text}");
+        assert!(!third.exists(), "a refused start writes nothing");
+    }
 }
 
 /// `[eval.anchor]`: every checkpoint plays an outside engine over TEI (here `bredon tei`
