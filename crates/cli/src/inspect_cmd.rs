@@ -54,7 +54,10 @@ pub fn run(args: InspectArgs) -> Result<()> {
         meta.generation
     );
     if let Some(p) = &meta.stage {
-        println!("curriculum stage {}: {} steps and {:.1} minutes of it behind this model", p.name, p.steps, p.minutes);
+        println!(
+            "curriculum stage {}: {} steps, {} generations and {:.1} minutes of it behind this model",
+            p.name, p.steps, p.generations, p.minutes
+        );
     }
     print_table(&health);
     if !activity.is_empty() {

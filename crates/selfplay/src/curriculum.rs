@@ -519,11 +519,11 @@ pub fn train_curriculum(
                 return Err(already_done(&curriculum, index, from, p));
             }
             eprintln!(
-                "{tag}: going on from {}: {} steps and {:.1} minutes of the stage done ({})",
+                "{tag}: going on from {}: {} steps, {} generations and {:.1} minutes of the stage done",
                 from.display(),
                 p.steps,
-                p.minutes,
-                stage.limits()
+                p.generations,
+                p.minutes
             );
         }
         let text = toml::to_string(&stage.config).expect("a run config serialises");
@@ -564,7 +564,13 @@ pub fn train_curriculum(
                     (previous_size == Some(cfg.game.size)).then(|| from.clone())
                 };
             }
-            eprintln!("{tag}: {} ({})", if fresh { "starting" } else { "resuming" }, stage.limits());
+            let done_before = carried.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "; {} steps, {} generations and {:.1} minutes of it done before",
+                    p.steps, p.generations, p.minutes
+                )
+            });
+            eprintln!("{tag}: {} ({}{done_before})", if fresh { "starting" } else { "resuming" }, stage.limits());
             train(&cfg, &run, &opts, stop.clone())?;
             if stop.load(Ordering::Relaxed) {
                 return Ok(CurriculumEnd::Stopped);

@@ -873,7 +873,8 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     let c2 = curriculum("c2", ("steps", (done_b as i64 + 10).into()));
     let second = dir.path().join("second");
     let err = checked_err(&mut train(&c2, &second, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]));
-    assert!(err.contains(&format!("going on from {}: {done_b} steps", export.display())), "{err}");
+    assert!(err.contains(&format!("going on from {}: {done_b} steps, 1 generations", export.display())), "{err}");
+    assert!(err.contains(&format!("starting (until {} steps; {done_b} steps", done_b + 10)), "{err}");
     let b = second.join("stages/02-b");
     assert_eq!(step_of(&b), 15 + done_b + 10, "{err}");
     assert_eq!(json(b.join("init.json"))["stage"], carried);
