@@ -51,13 +51,8 @@ pub fn run(args: ExportArgs) -> Result<()> {
         (Some(dir), None) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             let name = name.strip_suffix(".bredon").map(str::to_string).unwrap_or(name);
-            let resolved = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-            let parent = resolved.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints"));
-            if let (Some(checkpoints), Ok(g)) = (parent, name.parse::<Generation>())
-                && let Some(root) = checkpoints.parent()
-                && dir.is_dir()
-            {
-                source = Some((RunDir::new(root), g));
+            if dir.is_dir() {
+                source = RunDir::of_checkpoint(dir);
             }
             (vec![dir.clone()], dir.with_file_name(format!("{name}.bredon")))
         }

@@ -54,13 +54,18 @@ impl StageProgress {
     /// The most training steps a stage's progress may count (10^12: far past any run).
     pub const MAX_STEPS: u64 = 1_000_000_000_000;
 
-    /// Checks the name (letters, digits, `-`, `_`, `.`; at most [`Self::MAX_NAME`]) and the
-    /// minutes (finite, not negative).
+    /// Whether `name` can name a stage: 1 to [`Self::MAX_NAME`] letters, digits, `-`, `_`
+    /// or `.` (it names a folder). A curriculum's stages and a model's progress share it.
+    pub fn is_valid_name(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= Self::MAX_NAME
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    }
+
+    /// Checks the name ([`Self::is_valid_name`]), the minutes (finite, not negative) and
+    /// the steps (at most [`Self::MAX_STEPS`]).
     pub fn check(&self) -> Result<(), ModelFileError> {
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= Self::MAX_NAME
-            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !name_ok {
+        if !Self::is_valid_name(&self.name) {
             let found = bounded(&format!("{:?}", self.name), 40);
             return Err(ModelFileError::BadStage(format!(
                 "name {found} is not 1 to {} letters, digits, '-', '_' or '.'",

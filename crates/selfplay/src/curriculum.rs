@@ -132,10 +132,7 @@ impl Curriculum {
                 Some(_) => return Err(ConfigError::Invalid(format!("[[stage]] {}: name must be a string", i + 1))),
                 None => return Err(ConfigError::Invalid(format!("[[stage]] {} has no name", i + 1))),
             };
-            if name.is_empty()
-                || name.len() > StageProgress::MAX_NAME
-                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            {
+            if !StageProgress::is_valid_name(&name) {
                 return Err(ConfigError::Invalid(format!(
                     "{}: a stage name is 1 to {} letters, digits, '-', '_' or '.' (it names a folder)",
                     which(&name),
@@ -333,12 +330,9 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
 /// `None` for a model of another stage or of none (a model from a single run).
 fn continued_stage(model: &Path, name: &str) -> Result<Option<StageProgress>> {
     let progress = if model.is_dir() {
-        let dir = absolute(model)?;
-        let run = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == "checkpoints")).and_then(Path::parent);
-        let generation = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<Generation>().ok());
-        match (run, generation) {
-            (Some(run), Some(g)) => stage_progress(&RunDir::new(run), g)?,
-            _ => None,
+        match RunDir::of_checkpoint(model) {
+            Some((run, g)) => stage_progress(&run, g)?,
+            None => None,
         }
     } else {
         bredon_nn::checkpoint::read_exported_meta(model)?.stage
@@ -378,17 +372,17 @@ fn check_not_past(c: &Curriculum, first: usize, model: &Path) -> Result<()> {
     }
 }
 
-fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path).map_err(|source| RunError::Io { doing: "resolving", path: path.into(), source })
-}
-
 /// Where checkpoint `generation` of `run` stands in its curriculum stage, when `run` is a
 /// stage's directory (`<curriculum>/stages/NN-<name>`, as given or relative): the stage's
 /// steps, generations and minutes behind it, those carried from an export the stage went
 /// on from included. What `bredon export` writes into a stage's model, so that a
 /// curriculum whose directory is lost goes on from the export with the rest of the stage.
 pub fn stage_progress(run: &RunDir, generation: Generation) -> Result<Option<StageProgress>> {
-    let dir = absolute(run.root())?;
+    let dir = std::path::absolute(run.root()).map_err(|source| RunError::Io {
+        doing: "resolving",
+        path: run.root().into(),
+        source,
+    })?;
     let Some(stages) = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == STAGES_DIR)) else {
         return Ok(None);
     };

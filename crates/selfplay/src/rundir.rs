@@ -243,6 +243,16 @@ impl RunDir {
         self.path(&layout::checkpoint(generation))
     }
 
+    /// The run and generation of a checkpoint directory (`<run>/checkpoints/gen-NNNN`,
+    /// as given or relative): the inverse of [`RunDir::checkpoint_dir`]; `None` for a path
+    /// not laid out so.
+    pub fn of_checkpoint(dir: &Path) -> Option<(RunDir, Generation)> {
+        let dir = std::path::absolute(dir).ok()?;
+        let generation = dir.file_name()?.to_str()?.parse::<Generation>().ok()?;
+        let checkpoints = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == layout::CHECKPOINTS))?;
+        Some((RunDir::new(checkpoints.parent()?), generation))
+    }
+
     /// `logs/`.
     pub fn logs_dir(&self) -> PathBuf {
         self.path(layout::LOGS)
