@@ -573,13 +573,7 @@ pub fn train_curriculum(
         let latest = run.latest()?.ok_or_else(|| RunError::NotARun { path: dir.clone(), config_given: true })?;
         let own_minutes = run.read_state(latest)?.elapsed_secs / 60.0;
         let stage_minutes = carried_minutes + own_minutes;
-        let before = match std::fs::read(run.init_path()) {
-            Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("minutes").and_then(|m| m.as_f64()))
-                .unwrap_or(0.0),
-            Err(_) => 0.0,
-        };
+        let before = run.init_record()?.and_then(|r| r.minutes).unwrap_or(0.0);
         let done = StageDone {
             name: stage.name.clone(),
             generation: latest.number(),

@@ -161,15 +161,6 @@ pub enum RunError {
     /// The rules refused a game's options or a move.
     #[error(transparent)]
     Rules(#[from] RulesError),
-    /// A JSON file of the run (`init.json`) does not parse.
-    #[error("{} is not valid JSON", path.display())]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// The parser's error.
-        #[source]
-        source: serde_json::Error,
-    },
     /// A directory that is no run.
     #[error("{} is not a run directory (no config.toml){}", path.display(), if *config_given { "" } else { " and no --config was given" })]
     NotARun {

@@ -208,9 +208,9 @@ impl RunDir {
         if !p.is_file() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&p).io("reading", &p)?;
-        let rec = serde_json::from_str(&text).map_err(|source| RunError::Json { path: p.clone(), source })?;
-        Ok(Some(rec))
+        let bytes = std::fs::read(&p).io("reading", &p)?;
+        // Written with a checksum since 2026-12-07; older runs' files have none.
+        Ok(Some(from_checked_json::<InitRecord>(&bytes, &p)?.0))
     }
 
     /// `games/`.

@@ -36,6 +36,7 @@ use crate::to_go::{ScheduleProgress, ToGo};
 use crate::window::ReplayWindow;
 use crate::worker::{SelfPlayJob, reanalyse_candidates, run_pool};
 use bredon_nn::LossSum;
+use bredon_storage::integrity::to_checked_json;
 
 /// Called with the new checkpoint's generation once its files are complete, before the
 /// `latest` pointer moves to it (a kill during the hook redoes the generation, hook
@@ -538,7 +539,7 @@ fn init_from_model(
         );
         init.window_from = Some(inherited);
     }
-    atomic_write(&run.init_path(), serde_json::to_string_pretty(&init).expect("an init record serialises").as_bytes())?;
+    atomic_write(&run.init_path(), &to_checked_json(&init, &[])?)?;
     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);
     // A model of another size starts a new game: its learning-rate schedule from step 0.
     let step = if meta.net.size == cfg.game.size { meta.step } else { 0 };

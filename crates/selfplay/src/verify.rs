@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
 use crate::replay::{GameRecord, list_game_files};
-use crate::rundir::{Generation, RunDir, layout, read_state_file};
+use crate::rundir::{Generation, InitRecord, RunDir, layout, read_state_file};
 
 /// A damaged file and what its damage means for the run.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +72,17 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     rep.note(&run.config_path(), RunConfig::load(&run.config_path()).map(|_| Verified::Ok), || {
         "the run cannot be resumed until config.toml is repaired (it is the copy made when the run was created)".into()
     });
+    let init = run.init_path();
+    if init.is_file() {
+        let r = std::fs::read(&init)
+            .io("reading", &init)
+            .and_then(|b| Ok(from_checked_json::<InitRecord>(&b, &init).map(|x| x.2)?));
+        rep.note(&init, r, || {
+            "the run cannot be resumed until init.json is repaired: it records the model the run started from, \
+             the minutes behind it and the stage progress it carried"
+                .into()
+        });
+    }
     // Pointers.
     let latest = run.latest();
     rep.note(&run.path(layout::LATEST), latest.as_ref().map(|_| Verified::Ok), || {

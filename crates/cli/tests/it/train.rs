@@ -380,6 +380,40 @@ fn a_run_starts_from_a_trained_model() {
     std::fs::write(&bad, csv.replacen("gen-0001,1,", "gen-0001,1,x,", 1)).unwrap();
     let out = bredon().arg("plot").arg(&bad).arg("-o").arg(&svg).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 3"));
+    // init.json carries a checksum: `bredon check` verifies it, and a changed one is
+    // refused by name where the run reads it (the Elo curve's minutes). A file of an
+    // older run, without the checksum, still reads and is counted unverified.
+    let check = |run: &PathBuf| {
+        let out = bredon().arg("check").arg("--run").arg(run).output().unwrap();
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let (ok, msg) = check(&second);
+    assert!(ok && msg.contains(" 0 damaged") && msg.contains(" 0 unverified"), "{msg}");
+    let init_path = second.join("init.json");
+    let good = std::fs::read_to_string(&init_path).unwrap();
+    assert!(good.contains("\"crc32c\""), "{good}");
+    std::fs::write(&init_path, good.replace("7.5", "75.0")).unwrap();
+    let (ok, msg) = check(&second);
+    assert!(
+        !ok && msg.contains(" 1 damaged") && msg.contains("init.json") && msg.contains("init.json is repaired"),
+        "{msg}"
+    );
+    let out = bredon()
+        .args(["arena", "--games", "2", "--visits", "8", "--every", "1", "--run"])
+        .arg(&second)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("init.json") && err.contains("checksum"), "{err}");
+    let mut old: serde_json::Value = serde_json::from_str(&good).unwrap();
+    old.as_object_mut().unwrap().remove("crc32c");
+    std::fs::write(&init_path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let (ok, msg) = check(&second);
+    assert!(ok && msg.contains(" 0 damaged") && msg.contains(" 1 unverified"), "{msg}");
+    checked(bredon().args(["arena", "--games", "2", "--visits", "8", "--every", "1", "--run"]).arg(&second));
     // From a checkpoint directory, the minutes come from its state.json.
     let fourth = dir.path().join("fourth");
     checked(train(&config, &fourth, &["--init-from"]).arg(first.join("checkpoints/gen-0001")));
