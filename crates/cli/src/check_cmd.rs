@@ -1,15 +1,17 @@
-//! `bredon check --run DIR`: verifies every file of a run directory.
+//! `bredon check --run DIR`: verifies every file of a run directory, or of every stage of
+//! a curriculum.
 
 use anyhow::{Result, bail};
+use bredon_selfplay::curriculum::CURRICULUM_FILE;
 use bredon_selfplay::rundir::RunDir;
-use bredon_selfplay::verify::verify_run;
+use bredon_selfplay::verify::{verify_curriculum, verify_run};
 use bredon_storage::RunLocation;
 
 /// `bredon check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     /// The run to verify: a directory or `s3://BUCKET/PREFIX` (fetched whole into a
-    /// local copy first).
+    /// local copy first); a curriculum's directory checks all its stages.
     #[arg(long)]
     run: RunLocation,
 }
@@ -28,7 +30,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
             args.run, p.bundles, p.games, p.in_two_bundles
         );
     }
-    let rep = verify_run(&run)?;
+    let rep =
+        if opened.dir.join(CURRICULUM_FILE).is_file() { verify_curriculum(&opened.dir)? } else { verify_run(&run)? };
     for d in &rep.damaged {
         println!("DAMAGED {}: {}\n  -> {}", d.path.display(), d.problem, d.consequence);
     }

@@ -84,7 +84,7 @@ enum Command {
     /// Measure network and self-play throughput.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
-    /// Verify every file of a run directory (checksums, weights, games, logs).
+    /// Verify every file of a run directory or curriculum (checksums, weights, games, logs).
     Check(check_cmd::CheckArgs),
     /// A model's health layer by layer: dead channels, tiny weights, norms (`--json` too).
     Inspect(inspect_cmd::InspectArgs),

@@ -1,5 +1,6 @@
-//! `bredon check --run DIR`: verifies every file of a run directory (checksums, finite
-//! weights, legal games, parsable logs) and says what is damaged and what it costs.
+//! `bredon check --run DIR`: verifies every file of a run directory, or of every stage of
+//! a curriculum (checksums, finite weights, legal games, parsable logs), and says what is
+//! damaged and what it costs.
 
 use crate::error::{IoContext, Result, RunError};
 use bredon_nn::checkpoint::{load_exported_verified, load_model_verified};
@@ -8,6 +9,7 @@ use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
 use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
+use crate::curriculum::{CURRICULUM_FILE, Curriculum, STAGE_DONE_FILE, STAGES_DIR, StageDone};
 use crate::replay::{GameRecord, list_game_files};
 use crate::rundir::{Generation, InitRecord, RunDir, layout, read_state_file};
 
@@ -40,6 +42,16 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Adds `other`'s counts and findings to this report.
+    fn absorb(&mut self, other: RunReport) {
+        self.ok += other.ok;
+        self.unverified.extend(other.unverified);
+        self.incomplete.extend(other.incomplete);
+        self.damaged.extend(other.damaged);
+        self.samples += other.samples;
+        self.games += other.games;
+    }
+
     fn note<E: std::error::Error>(
         &mut self,
         path: &Path,
@@ -163,6 +175,55 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
             rep.note(&path, load_exported_verified(&path).map(|m| m.2), || {
                 "export the checkpoint again with `bredon export --run`".into()
             });
+        }
+    }
+    Ok(rep)
+}
+
+/// Checks every file of the curriculum in `root` (`curriculum.toml` and its `stages/`):
+/// the curriculum's config, each stage's `stage-done.json`, and each stage directory that
+/// holds a run as [`verify_run`] does, in one report. The stage directories are found on
+/// disk, so a damaged `curriculum.toml` does not hide them. Errors only if `root` is not a
+/// curriculum.
+pub fn verify_curriculum(root: &Path) -> Result<RunReport> {
+    let config = root.join(CURRICULUM_FILE);
+    if !config.is_file() {
+        return Err(RunError::NotARun { path: root.to_path_buf(), config_given: true });
+    }
+    let mut rep = RunReport::default();
+    rep.note(&config, Curriculum::load(&config).map(|_| Verified::Ok), || {
+        "the curriculum cannot be resumed until curriculum.toml is repaired (it is the copy made when it was created)"
+            .into()
+    });
+    let stages = root.join(STAGES_DIR);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&stages)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    for dir in dirs {
+        let run = RunDir::new(&dir);
+        let done = dir.join(STAGE_DONE_FILE);
+        if done.is_file() {
+            let r = std::fs::read(&done)
+                .io("reading", &done)
+                .and_then(|b| Ok(from_checked_json::<StageDone>(&b, &done).map(|x| x.2)?));
+            let trained = run.config_path().is_file();
+            rep.note(&done, r, || {
+                if trained {
+                    format!(
+                        "the curriculum cannot resume past this stage: delete {} and resume, which finds the stage's \
+                         limits reached and writes the file again without training",
+                        done.display()
+                    )
+                } else {
+                    "the curriculum cannot resume: this stage was skipped for a given model, which the file names; \
+                     start the curriculum again with --start-stage and --init-from"
+                        .into()
+                }
+            });
+        }
+        if run.config_path().is_file() {
+            rep.absorb(verify_run(&run)?);
         }
     }
     Ok(rep)

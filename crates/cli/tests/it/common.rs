@@ -108,6 +108,14 @@ pub fn text(out: &Output) -> String {
 
 pub use bredon_storage::fsutil::files_under;
 
+/// Damages `path` by flipping one bit of its byte at `at` (or its last byte).
+pub fn flip_byte(path: &Path, at: usize) {
+    let mut b = std::fs::read(path).unwrap();
+    let at = at.min(b.len() - 1);
+    b[at] ^= 0x20;
+    std::fs::write(path, b).unwrap();
+}
+
 /// Every file under `dir` with its contents, sorted by path.
 pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out: Vec<_> =

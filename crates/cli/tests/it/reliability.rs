@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::{TinyConfig, bredon, snapshot, text};
+use common::{TinyConfig, bredon, flip_byte, snapshot, text};
 
 fn train(config: &Path, run: &Path) -> Command {
     let mut c = bredon();
@@ -24,13 +24,6 @@ fn run_ok(cmd: &mut Command) -> Output {
 
 fn latest(run: &Path) -> String {
     std::fs::read_to_string(run.join("latest")).unwrap().trim().to_string()
-}
-
-fn flip_byte(path: &Path, at: usize) {
-    let mut b = std::fs::read(path).unwrap();
-    let at = at.min(b.len() - 1);
-    b[at] ^= 0x20;
-    std::fs::write(path, b).unwrap();
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common;
-use common::{TinyConfig, bredon, repo_file, snapshot};
+use common::{TinyConfig, bredon, files_under, flip_byte, repo_file, snapshot};
 
 /// These tests' config: many short generations (24 games of 32 visits, all the training
 /// steps they call for), evaluated every 2 generations.
@@ -736,6 +736,45 @@ fn a_curriculum_walks_its_stages_and_resumes_after_a_kill() {
     assert!(again.status.success() && String::from_utf8_lossy(&again.stderr).contains("every stage"));
     let refused = bredon().arg("train").arg("--run").arg(&run).args(["--minutes", "3"]).output().unwrap();
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("[[stage]]"));
+
+    // `bredon check` on the curriculum's directory checks every stage in one report.
+    let check = || {
+        let out = bredon().arg("check").arg("--run").arg(&run).output().unwrap();
+        (out.status.success(), common::text(&out))
+    };
+    let (ok, msg) = check();
+    assert!(ok && msg.contains(" 0 damaged") && msg.contains(" 0 unverified"), "{msg}");
+    let games = |msg: &str| -> u64 {
+        let after = msg.rsplit_once(" damaged; ").unwrap().1;
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let on_disk = |stage: &Path| -> u64 {
+        files_under(stage).iter().filter(|p| p.extension().is_some_and(|e| e == "game")).count() as u64
+    };
+    assert_eq!(games(&msg), on_disk(&first) + on_disk(&second) + on_disk(&third), "{msg}");
+    // A stage-done.json changed by hand: named, and the resume refuses it until it is
+    // deleted, when the resume finds the stage's limits reached and writes it again.
+    let done_path = second.join("stage-done.json");
+    let text = std::fs::read_to_string(&done_path).unwrap();
+    std::fs::write(&done_path, text.replace("\"generation\": 4", "\"generation\": 3")).unwrap();
+    let (ok, msg) = check();
+    assert!(!ok && msg.contains(" 1 damaged") && msg.contains("02-4x4-b2/stage-done.json"), "{msg}");
+    assert!(msg.contains("cannot resume past this stage"), "{msg}");
+    let refused = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
+    assert!(
+        !refused.status.success() && common::text(&refused).contains("stage-done.json"),
+        "{}",
+        common::text(&refused)
+    );
+    std::fs::remove_file(&done_path).unwrap();
+    let healed = bredon().arg("train").arg("--run").arg(&run).arg("--quiet").output().unwrap();
+    assert!(healed.status.success() && !common::text(&healed).contains("[stage 2/3"), "{}", common::text(&healed));
+    assert_eq!(json(done_path.clone())["generation"].as_u64(), Some(4));
+    assert_eq!(std::fs::read_to_string(second.join("latest")).unwrap().trim(), "gen-0004", "nothing trained");
+    // Damage inside a stage's run is found as in a single run.
+    flip_byte(&first.join("checkpoints/gen-0001/model.bpk"), 500);
+    let (ok, msg) = check();
+    assert!(!ok && msg.contains(" 1 damaged") && msg.contains("01-3x3/checkpoints/gen-0001/model.bpk"), "{msg}");
 }
 
 /// `--start-stage` begins a new curriculum at a later stage from a model trained
