@@ -99,6 +99,7 @@ pub fn run(args: ArenaArgs, compute: &bredon_infer::Compute) -> Result<()> {
             };
             // A run on an object store is rated in a local copy; its arena/ goes back.
             let (opened, _) = crate::run_arg::open_whole(location, "arena")?;
+            crate::run_arg::one_run(&opened.dir, "arena --run")?;
             let run = RunDir::new(&opened.dir);
             let ladder = Ladder::plan(&run, &options, config)?;
             eprintln!("{ladder}");

@@ -66,3 +66,32 @@ pub fn open_whole(
     };
     Ok((run, report))
 }
+
+/// Refuses a curriculum's directory where `command` works on one run: the error names
+/// the curriculum's stage directories, each an ordinary run (`bredon check` and
+/// `bredon export` take the curriculum itself).
+pub fn one_run(dir: &Path, command: &str) -> Result<()> {
+    use bredon_selfplay::curriculum::{CURRICULUM_FILE, STAGES_DIR};
+    if !dir.join(CURRICULUM_FILE).is_file() {
+        return Ok(());
+    }
+    let stages = dir.join(STAGES_DIR);
+    let mut names: Vec<String> = std::fs::read_dir(&stages)
+        .map(|rd| {
+            rd.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let list = if names.is_empty() {
+        "it has no stage directory yet".to_string()
+    } else {
+        format!(
+            "its stages: {}",
+            names.iter().map(|n| stages.join(n).display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    };
+    anyhow::bail!(
+        "{} is a curriculum, not one run: `bredon {command}` takes one stage's directory ({list})",
+        dir.display()
+    )
+}

@@ -235,6 +235,7 @@ fn run_curriculum(
 /// `bredon selfplay`.
 pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
     let opened = crate::run_arg::open(&args.run, args.cache.as_deref(), "selfplay")?;
+    crate::run_arg::one_run(&opened.dir, "selfplay --run")?;
     let run = RunDir::new(&opened.dir);
     if let Some(r) = &opened.remote {
         let stop = stop_flag();
