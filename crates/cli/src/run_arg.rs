@@ -68,7 +68,7 @@ pub fn open_whole(
 }
 
 /// Refuses a curriculum's directory where `command` works on one run: the error names
-/// the curriculum's stage directories, each an ordinary run (`bredon check` and
+/// the curriculum's stage directories that hold a run (`bredon check` and
 /// `bredon export` take the curriculum itself).
 pub fn one_run(dir: &Path, command: &str) -> Result<()> {
     use bredon_selfplay::curriculum::{CURRICULUM_FILE, STAGES_DIR};
@@ -78,12 +78,15 @@ pub fn one_run(dir: &Path, command: &str) -> Result<()> {
     let stages = dir.join(STAGES_DIR);
     let mut names: Vec<String> = std::fs::read_dir(&stages)
         .map(|rd| {
-            rd.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+            rd.flatten()
+                .filter(|e| e.path().join(bredon_selfplay::rundir::layout::CONFIG).is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
         })
         .unwrap_or_default();
     names.sort();
     let list = if names.is_empty() {
-        "it has no stage directory yet".to_string()
+        "no stage has a run yet".to_string()
     } else {
         format!(
             "its stages: {}",
