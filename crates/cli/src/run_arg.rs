@@ -68,8 +68,8 @@ pub fn open_whole(
 }
 
 /// Refuses a curriculum's directory where `command` works on one run: the error names
-/// the curriculum's stage directories that hold a run (`bredon check` and
-/// `bredon export` take the curriculum itself).
+/// the curriculum's stage directories that hold a run (`bredon check`, `bredon export`
+/// and `bredon selfplay` take the curriculum itself).
 pub fn one_run(dir: &Path, command: &str) -> Result<()> {
     use bredon_selfplay::curriculum::{CURRICULUM_FILE, STAGES_DIR};
     if !dir.join(CURRICULUM_FILE).is_file() {

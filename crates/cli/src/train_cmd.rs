@@ -2,12 +2,14 @@
 
 use anyhow::{Context, Result, bail};
 use bredon_selfplay::config::RunConfig;
-use bredon_selfplay::curriculum::{CURRICULUM_FILE, Curriculum, CurriculumEnd, CurriculumStart, train_curriculum};
+use bredon_selfplay::curriculum::{
+    CURRICULUM_FILE, Curriculum, CurriculumEnd, CurriculumStart, STAGE_DONE_FILE, current_stage, train_curriculum,
+};
 use bredon_selfplay::remote::CheckpointFiles;
 use bredon_selfplay::rundir::RunDir;
 use bredon_selfplay::train::{TrainOptions, open_run, train};
 use bredon_storage::RunLocation;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -72,7 +74,9 @@ pub struct TrainArgs {
 /// Arguments of `bredon selfplay`.
 #[derive(clap::Args, Debug)]
 pub struct SelfPlayArgs {
-    /// The run (directory or `s3://BUCKET/PREFIX`) of a `bredon train` process.
+    /// The run (directory or `s3://BUCKET/PREFIX`) of a `bredon train` process. A
+    /// curriculum's directory: play for the stage it is training, following it from
+    /// stage to stage until every stage is done.
     #[arg(long)]
     run: RunLocation,
     /// With an `s3://` run: where the local copy lives (default: $BREDON_CACHE, else
@@ -200,11 +204,6 @@ fn run_curriculum(
             "a curriculum's stages set their own minutes, generations and steps: edit the [[stage]] entries, not --minutes / --generations / --steps"
         );
     }
-    if args.external_selfplay {
-        bail!(
-            "--external-selfplay takes a single config; point `bredon selfplay` workers at a stage's directory instead"
-        );
-    }
     let options = |cfg: &RunConfig,
                    run: &RunDir|
      -> std::result::Result<TrainOptions, Box<dyn std::error::Error + Send + Sync>> {
@@ -213,6 +212,8 @@ fn run_curriculum(
             quiet: args.quiet,
             after_checkpoint: bredon_arena::training_hook(cfg, run, &compute)?,
             compute,
+            // `bredon selfplay --run` on the curriculum's directory follows its stages.
+            external_selfplay: args.external_selfplay,
             ..TrainOptions::default()
         })
     };
@@ -235,7 +236,9 @@ fn run_curriculum(
 /// `bredon selfplay`.
 pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
     let opened = crate::run_arg::open(&args.run, args.cache.as_deref(), "selfplay")?;
-    crate::run_arg::one_run(&opened.dir, "selfplay --run")?;
+    if opened.remote.is_none() && opened.dir.join(CURRICULUM_FILE).is_file() {
+        return selfplay_curriculum(&opened.dir, args.games, device);
+    }
     let run = RunDir::new(&opened.dir);
     if let Some(r) = &opened.remote {
         let stop = stop_flag();
@@ -250,5 +253,56 @@ pub fn run_selfplay(args: SelfPlayArgs, device: Option<bredon_nn::DeviceChoice>)
     let cfg = open_run(&run, None, None)?;
     let compute = open_device(&cfg, device)?;
     let stop = stop_flag();
-    Ok(bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref(), &compute)?)
+    bredon_selfplay::train::selfplay_only(&cfg, &run, args.games, stop, opened.remote.as_deref(), &compute)?;
+    Ok(())
+}
+
+/// `bredon selfplay --run CURRICULUM`: plays for the stage the curriculum is training,
+/// moves to the next stage when the trainer marks this one done, and stops when every
+/// stage is done (or after `games` games in all, or on Ctrl-C).
+fn selfplay_curriculum(root: &Path, games: Option<usize>, device: Option<bredon_nn::DeviceChoice>) -> Result<()> {
+    let stop = stop_flag();
+    let mut played = 0usize;
+    let mut waiting_for = None;
+    while !stop.load(Ordering::Relaxed) && games.is_none_or(|g| played < g) {
+        let Some((index, name, dir)) = current_stage(root)? else {
+            eprintln!("every stage of the curriculum in {} is done: {played} games played here", root.display());
+            return Ok(());
+        };
+        let run = RunDir::new(&dir);
+        if !run.config_path().is_file() || run.latest()?.is_none() {
+            if waiting_for != Some(index) {
+                eprintln!("waiting for stage {} ({name}) to start in {}", index + 1, dir.display());
+                waiting_for = Some(index);
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            continue;
+        }
+        let cfg = open_run(&run, None, None)?;
+        let compute = open_device(&cfg, device)?;
+        eprintln!("stage {} ({name}): self-play into {}", index + 1, dir.display());
+        // This stage's games end when the trainer marks it done (its unfinished games are
+        // dropped: they would train nothing) or on Ctrl-C.
+        let stage_stop = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (stop, stage_stop, finished) = (stop.clone(), stage_stop.clone(), finished.clone());
+            let done = dir.join(STAGE_DONE_FILE);
+            std::thread::spawn(move || {
+                while !finished.load(Ordering::Relaxed) {
+                    if stop.load(Ordering::Relaxed) || done.is_file() {
+                        stage_stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            })
+        };
+        let left = games.map(|g| g - played);
+        let r = bredon_selfplay::train::selfplay_only(&cfg, &run, left, stage_stop, None, &compute);
+        finished.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        played += r?;
+    }
+    Ok(())
 }

@@ -416,6 +416,20 @@ pub fn newest_stage_dir(root: &Path) -> Result<Option<PathBuf>> {
     Ok(None)
 }
 
+/// The stage of the curriculum in `root` that is training now: the first one without
+/// `stage-done.json`, as `(index from 0, name, run directory)`; `None` when every stage is
+/// done. Self-play workers given the curriculum follow it (`bredon selfplay --run`).
+pub fn current_stage(root: &Path) -> Result<Option<(usize, String, PathBuf)>> {
+    let c = Curriculum::load(&root.join(CURRICULUM_FILE))?;
+    for (index, stage) in c.stages.iter().enumerate() {
+        let dir = c.stage_dir(root, index);
+        if read_done(&dir.join(STAGE_DONE_FILE))?.is_none() {
+            return Ok(Some((index, stage.name.clone(), dir)));
+        }
+    }
+    Ok(None)
+}
+
 /// Runs (or resumes) a curriculum in `root`. `config_text` is needed to create it (the
 /// text is kept as `<root>/curriculum.toml`); a curriculum that exists resumes with its
 /// own copy. `options` gives each stage's [`TrainOptions`] from its config and run

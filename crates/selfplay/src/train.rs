@@ -1105,7 +1105,7 @@ fn log_generation(
 /// picking up each new checkpoint as the trainer writes it, until `games` games (if
 /// given) or `stop`. Several such processes (on one machine, or on many sharing the run
 /// directory) can feed one `train --external-selfplay` process; game files carry the pid
-/// and the checkpoint name, so writers never collide.
+/// and the checkpoint name, so writers never collide. Returns the games stored.
 pub fn selfplay_only(
     cfg: &RunConfig,
     run: &RunDir,
@@ -1113,7 +1113,7 @@ pub fn selfplay_only(
     stop: Arc<AtomicBool>,
     remote: Option<&crate::remote::Remote>,
     compute: &bredon_infer::Compute,
-) -> Result<()> {
+) -> Result<usize> {
     let mut played = 0usize;
     let mut index = (std::process::id() as u64) << 32;
     if let Some(r) = remote {
@@ -1152,7 +1152,7 @@ pub fn selfplay_only(
         index += n as u64;
         eprintln!("{latest}: {played} games played by this process");
     }
-    Ok(())
+    Ok(played)
 }
 
 #[cfg(test)]

@@ -16,3 +16,4 @@ mod tei_ws;
 mod train;
 #[cfg(feature = "wgpu")]
 mod wgpu;
+mod workers;
