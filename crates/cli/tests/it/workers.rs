@@ -2,7 +2,7 @@
 //! directory plays for the stage being trained and follows the curriculum to the next.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{TinyConfig, bredon, files_under};
@@ -32,6 +32,18 @@ fn games_of(stage: &Path, pid: u32) -> usize {
 
 fn wait(child: &mut Child, what: &str, cond: impl Fn() -> bool) {
     crate::common::wait_for(child, what, Duration::from_secs(300), cond)
+}
+
+/// Waits up to two minutes for `child` to exit by itself; `why` says what a timeout means.
+fn exits(child: &mut Child, why: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "{why}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
@@ -69,14 +81,7 @@ fn a_worker_follows_a_curriculum_from_stage_to_stage() {
     // When every stage is done, the worker stops by itself.
     let status = train(&config, &run).status().unwrap();
     assert!(status.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = worker.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(120), "the worker went on after the last stage");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exits(&mut worker, "the worker went on after the last stage");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(status.success(), "{text}");
     assert!(text.contains("stage 1 (3x3): self-play into") && text.contains("stage 2 (4x4): self-play into"), "{text}");
@@ -99,14 +104,7 @@ fn a_curriculum_trains_on_a_workers_games_alone() {
     let out = worker.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains("every stage of the curriculum"), "{text}");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = trainer.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(120), "the trainer did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exits(&mut trainer, "the trainer did not finish");
     assert!(status.success());
     for stage in [run.join("stages/01-3x3"), run.join("stages/02-4x4")] {
         let all = files_under(&stage.join("games")).into_iter().filter(|p| p.extension().is_some_and(|e| e == "game"));
