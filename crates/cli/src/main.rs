@@ -65,7 +65,7 @@ enum Command {
     /// Train a network on stored self-play games alone, no self-play: arms of a
     /// training-settings comparison on the same data from the same start.
     Fit(fit_cmd::FitArgs),
-    /// Only play self-play games into a run directory (to add workers to a training run).
+    /// Only play self-play games into a run directory or curriculum (workers beside a trainer).
     Selfplay(train_cmd::SelfPlayArgs),
     /// Speak the Tak Engine Interface on stdin/stdout (match runners, GUIs), or with
     /// `--listen` over WebSocket (PTN Ninja).

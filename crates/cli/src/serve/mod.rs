@@ -47,7 +47,7 @@ pub struct ServeArgs {
     /// network (there is no authentication).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
-    /// A training run directory to watch on the dashboard (repeat for several).
+    /// A training run or curriculum directory to watch on the dashboard (repeat for several).
     #[arg(long)]
     pub run: Vec<PathBuf>,
     /// A model (`bredon export` file) to offer besides the shipped ones (repeat for

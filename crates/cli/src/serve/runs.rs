@@ -3,6 +3,7 @@
 //! so the page follows a run that is writing.
 
 use bredon_arena::{EloCurveRow, read_elo_curve};
+use bredon_selfplay::curriculum::{CURRICULUM_FILE, newest_stage_dir};
 use bredon_selfplay::rundir::{Generation, RunDir, layout};
 use serde::Serialize;
 use serde_json::Value;
@@ -35,10 +36,13 @@ pub struct GameEntry {
 /// The dashboard's data.
 #[derive(Debug, Serialize)]
 pub struct RunView {
-    /// The run's name.
+    /// The run's name (a curriculum's: with the stage shown).
     pub name: String,
-    /// The run directory.
+    /// The run directory (a curriculum's: the stage shown).
     pub path: PathBuf,
+    /// A curriculum's stage shown (its directory's name, `02-6x6`): the one with the
+    /// newest checkpoint.
+    pub stage: Option<String>,
     /// The newest complete checkpoint (`latest`).
     pub latest: Option<String>,
     /// `logs/generations.jsonl`, one object per generation (the newest 1000).
@@ -56,12 +60,33 @@ const GAMES_LISTED: usize = 24;
 /// Generation lines sent.
 const GENERATIONS_SENT: usize = 1000;
 
+/// The run directory the dashboard reads for `info`: the run itself, or for a
+/// curriculum's directory the stage with the newest checkpoint (the first stage before
+/// any), with that stage's directory name. Read on each request, so the page follows a
+/// curriculum from stage to stage.
+fn view_dir(info: &RunInfo) -> Result<(PathBuf, Option<String>), ApiError> {
+    if !info.path.join(CURRICULUM_FILE).is_file() {
+        return Ok((info.path.clone(), None));
+    }
+    let newest = newest_stage_dir(&info.path).map_err(|e| {
+        ApiError::Internal(format!("curriculum {}: {}", info.path.display(), bredon_storage::error_chain(&e)))
+    })?;
+    Ok(match newest {
+        Some(dir) => {
+            let stage = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            (dir, stage)
+        }
+        None => (info.path.clone(), None),
+    })
+}
+
 /// Reads the dashboard's data of the run in `dir`.
 pub fn read_run(info: &RunInfo) -> Result<RunView, ApiError> {
-    let dir = &info.path;
-    if !dir.is_dir() {
-        return Err(ApiError::Internal(format!("{} is not a directory (was the run deleted?)", dir.display())));
+    if !info.path.is_dir() {
+        return Err(ApiError::Internal(format!("{} is not a directory (was the run deleted?)", info.path.display())));
     }
+    let (dir, stage) = view_dir(info)?;
+    let dir = &dir;
     let run = RunDir::new(dir);
     // A pointer to a checkpoint still being written (or a damaged one) shows as none yet.
     let latest = run.latest().ok().flatten().map(|g| g.to_string());
@@ -80,7 +105,11 @@ pub fn read_run(info: &RunInfo) -> Result<RunView, ApiError> {
         Err(_) => (vec![], None),
     };
     Ok(RunView {
-        name: info.name.clone(),
+        name: match &stage {
+            Some(stage) => format!("{} / {stage}", info.name),
+            None => info.name.clone(),
+        },
+        stage,
         path: dir.clone(),
         latest,
         generations,
@@ -128,7 +157,7 @@ pub fn read_game(info: &RunInfo, generation: u32, id: &str) -> Result<String, Ap
     if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(ApiError::bad(format!("bad game id {id:?} (letters, digits, - and _ only)")));
     }
-    let path = RunDir::new(&info.path).generation_games_dir(Generation(generation)).join(format!("{id}.ptn"));
+    let path = RunDir::new(view_dir(info)?.0).generation_games_dir(Generation(generation)).join(format!("{id}.ptn"));
     std::fs::read_to_string(&path)
         .map_err(|_| ApiError::NotFound(format!("run {} has no game {id} in generation {generation}", info.name)))
 }

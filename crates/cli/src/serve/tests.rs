@@ -336,3 +336,41 @@ fn auto_plays_a_size_without_its_own_model_with_the_nearest_network_carried_ther
     assert!(models.carried_file(7).is_none());
     assert_eq!(models.engine(&models::ModelChoice::Auto, 7).unwrap().name, "the uniform evaluator");
 }
+
+#[tokio::test]
+async fn a_curriculum_is_shown_at_its_newest_stage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("curr");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("curriculum.toml"),
+        "[game]\nsize = 3\n[[stage]]\nname = \"3x3\"\ngenerations = 3\n[[stage]]\nname = \"4x4\"\ngame = { size = 4 }\n",
+    )
+    .unwrap();
+    // `latest` names a complete checkpoint (one with its state.json).
+    let checkpoint = |stage: &std::path::Path, name: &str| {
+        std::fs::create_dir_all(stage.join("checkpoints").join(name)).unwrap();
+        std::fs::write(stage.join("checkpoints").join(name).join("state.json"), "{}").unwrap();
+        std::fs::write(stage.join("latest"), format!("{name}\n")).unwrap();
+    };
+    fixture_run(&root.join("stages/01-3x3"));
+    checkpoint(&root.join("stages/01-3x3"), "gen-0003");
+    let app = app_with(std::slice::from_ref(&root));
+    let (s, v) = call(&app, "GET", "/api/runs/0", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((v["name"].as_str(), v["stage"].as_str()), (Some("curr / 01-3x3"), Some("01-3x3")));
+    assert_eq!(v["generations"].as_array().unwrap().len(), 3);
+    let (s, _) = call(&app, "GET", "/api/runs/0/games/2/1-42", None).await;
+    assert_eq!(s, StatusCode::OK);
+    // The second stage's first checkpoint: the page moves there.
+    let second = root.join("stages/02-4x4");
+    checkpoint(&second, "gen-0000");
+    let (s, v) = call(&app, "GET", "/api/runs/0", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["stage"].as_str(), Some("02-4x4"));
+    assert_eq!(v["generations"].as_array().unwrap().len(), 0);
+    refused(&app, "GET", "/api/runs/0/games/2/1-42", None, 404, "no game 1-42").await;
+    // A damaged curriculum.toml is named.
+    std::fs::write(root.join("curriculum.toml"), "[[stage]]\n").unwrap();
+    refused(&app, "GET", "/api/runs/0", None, 500, "curriculum.toml").await;
+}
