@@ -65,8 +65,9 @@ pub struct TrainArgs {
     window_from: Option<PathBuf>,
     /// A new curriculum begins at this stage (its name, or its number from 1) from the
     /// --init-from model, which stands for the stages before it (they are marked
-    /// skipped): a 5x5 network trained elsewhere for a 6x6 stage, or a curriculum whose
-    /// directory was lost with its machine, continued from an export of its stage.
+    /// skipped): a 5x5 network trained elsewhere for a 6x6 stage. Without it, a model
+    /// exported inside one of the curriculum's stages begins at that stage with the rest
+    /// of it (a curriculum whose directory was lost with its machine).
     #[arg(long, value_name = "STAGE", requires = "init_from")]
     start_stage: Option<String>,
 }

@@ -315,12 +315,7 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
         };
         atomic_write(&dir.join(STAGE_DONE_FILE), &bredon_storage::integrity::to_checked_json(&skipped, &[])?)?;
         let count = c.stages.len();
-        eprintln!(
-            "stage {}/{count} {}: skipped (--start-stage), {} stands for it",
-            index + 1,
-            stage.name,
-            from.display()
-        );
+        eprintln!("stage {}/{count} {}: skipped, {} stands for it", index + 1, stage.name, from.display());
     }
     Ok(())
 }
@@ -329,15 +324,41 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
 /// checkpoint directory of a stage's run, where that checkpoint stands in the stage;
 /// `None` for a model of another stage or of none (a model from a single run).
 fn continued_stage(model: &Path, name: &str) -> Result<Option<StageProgress>> {
-    let progress = if model.is_dir() {
+    Ok(model_stage(model)?.filter(|p| p.name == name))
+}
+
+/// The stage progress `model` (an export, or a stage's checkpoint directory) carries.
+fn model_stage(model: &Path) -> Result<Option<StageProgress>> {
+    Ok(if model.is_dir() {
         match RunDir::of_checkpoint(model) {
             Some((run, g)) => stage_progress(&run, g)?,
             None => None,
         }
     } else {
         bredon_nn::checkpoint::read_exported_meta(model)?.stage
-    };
-    Ok(progress.filter(|p| p.name == name))
+    })
+}
+
+/// The stage a new curriculum begins at: `--start-stage` if given; else the stage of
+/// `c` that the `--init-from` model was trained inside (by name), so that an export
+/// taken mid-stage goes on with that stage without being told; else the first.
+fn first_stage(c: &Curriculum, start_stage: Option<&str>, init_from: Option<&Path>) -> Result<usize> {
+    if let Some(s) = start_stage {
+        return c.stage_index(s);
+    }
+    let Some(model) = init_from else { return Ok(0) };
+    let Some(p) = model_stage(model)? else { return Ok(0) };
+    let Some(index) = c.stages.iter().position(|s| s.name == p.name) else { return Ok(0) };
+    if index > 0 {
+        eprintln!(
+            "{} was trained inside stage {}/{} {}: the curriculum begins there (--start-stage chooses another)",
+            model.display(),
+            index + 1,
+            c.stages.len(),
+            p.name
+        );
+    }
+    Ok(index)
 }
 
 /// Whether `done` covers all of `stage` (its steps, generations or minutes).
@@ -473,7 +494,7 @@ pub fn train_curriculum(
         };
         let c = Curriculum::from_toml(text)?;
         // Checked before anything is written, so that a wrong name leaves no directory.
-        let first = start_stage.as_deref().map(|s| c.stage_index(s)).transpose()?.unwrap_or(0);
+        let first = first_stage(&c, start_stage.as_deref(), init_from.as_deref())?;
         if let Some(from) = &init_from {
             check_not_past(&c, first, from)?;
         }

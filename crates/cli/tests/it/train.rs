@@ -947,9 +947,12 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     assert!(carried_minutes > 0.0, "{carried}");
 
     // The second machine: b is 10 steps longer than the export got; only those 10 train.
+    // The export names its stage, so the curriculum begins at b without --start-stage.
     let c2 = curriculum("c2", ("steps", (done_b as i64 + 10).into()));
     let second = dir.path().join("second");
-    let err = checked_err(&mut train(&c2, &second, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]));
+    let err = checked_err(&mut train(&c2, &second, &["--init-from", export.to_str().unwrap()]));
+    assert!(err.contains("was trained inside stage 2/2 b: the curriculum begins there"), "{err}");
+    assert!(err.contains("stage 1/2 a: skipped") && !err.contains("[stage 1/2"), "{err}");
     assert!(err.contains(&format!("going on from {}: {done_b} steps, 1 generations", export.display())), "{err}");
     assert!(err.contains(&format!("starting (until {} steps; {done_b} steps", done_b + 10)), "{err}");
     let b = second.join("stages/02-b");
