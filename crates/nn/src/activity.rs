@@ -110,7 +110,17 @@ pub fn unit_scores(model: &TakNet, positions: &[&Position], size: usize) -> Vec<
 /// residual blocks) that are τ-dormant at `tau`, in percent: the generation log's
 /// `dormant` column.
 pub fn dormant_block_percent(scores: &[UnitScores], tau: f32) -> f64 {
-    let hidden = scores.iter().filter(|l| l.name.ends_with(".conv1"));
+    dormant_percent_where(scores, tau, |name| name.ends_with(".conv1"))
+}
+
+/// The share of the value head's hidden units (`value_fc1`) that are τ-dormant at `tau`,
+/// in percent: the generation log's `value dormant` figure.
+pub fn dormant_value_percent(scores: &[UnitScores], tau: f32) -> f64 {
+    dormant_percent_where(scores, tau, |name| name == "value_fc1")
+}
+
+fn dormant_percent_where(scores: &[UnitScores], tau: f32, layer: impl Fn(&str) -> bool) -> f64 {
+    let hidden = scores.iter().filter(|l| layer(&l.name));
     let (d, u) = hidden.fold((0, 0), |(d, u), l| (d + l.dormant(tau).len(), u + l.scores.len()));
     if u == 0 { 0.0 } else { 100.0 * d as f64 / u as f64 }
 }
@@ -152,5 +162,32 @@ mod tests {
         assert_eq!(at(&after), at(&before) + 1, "{before:?} / {after:?}");
         // The layers before it are untouched.
         assert_eq!(before[..3], after[..3]);
+    }
+
+    /// Value-head units held below zero whatever their input are counted in the value
+    /// head's share, not in the blocks'.
+    #[test]
+    fn silenced_value_units_count_in_the_value_heads_share() {
+        let cfg =
+            NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
+        let device = crate::device::cpu();
+        let model = TakNet::seeded(&cfg, &device, 3);
+        let positions = bredon_netform::positions::random_positions(4, 32, 5);
+        let refs: Vec<&Position> = positions.iter().collect();
+        let tau = TAUS[1];
+        let before = unit_scores(&model, &refs, 4);
+        let mut silenced = model.clone();
+        let bias = silenced.value_fc1.bias.as_ref().expect("value_fc1 has a bias");
+        let mut b = bias.val().into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+        b[..4].fill(-1e4);
+        silenced.value_fc1.bias = Some(Param::from_tensor(Tensor::<1>::from_data(TensorData::new(b, [8]), &device)));
+        let after = unit_scores(&silenced, &refs, 4);
+        let dormant = |scores: &[UnitScores]| scores.iter().find(|l| l.name == "value_fc1").unwrap().dormant(tau);
+        let (was, now) = (dormant(&before), dormant(&after));
+        assert!((0..4).all(|u| now.contains(&u)), "{now:?}");
+        assert!(was.iter().all(|u| now.contains(u)) && now.len() > was.len(), "{was:?} / {now:?}");
+        assert_eq!(dormant_value_percent(&after, tau), 100.0 * now.len() as f64 / 8.0);
+        assert_eq!(dormant_value_percent(&before, tau), 100.0 * was.len() as f64 / 8.0);
+        assert_eq!(dormant_block_percent(&after, tau), dormant_block_percent(&before, tau));
     }
 }

@@ -1,5 +1,5 @@
 //! A network's health as a generation's log line (and `bredon fit`'s report) gives it:
-//! dead channels, tiny weights and τ-dormant units.
+//! dead channels, tiny weights and τ-dormant units (the blocks' and the value head's).
 
 use bredon_netform::health::net_health;
 
@@ -17,6 +17,9 @@ pub struct HealthFigures {
     /// The blocks' first-convolution units τ-dormant at [`DORMANT_TAU`] on the probe
     /// positions, in percent (0 with no positions).
     pub dormant_percent: f64,
+    /// The value head's hidden units (`value_fc1`) τ-dormant at [`DORMANT_TAU`] on the
+    /// probe positions, in percent (0 with no positions).
+    pub value_dormant_percent: f64,
 }
 
 impl HealthFigures {
@@ -24,18 +27,20 @@ impl HealthFigures {
     /// a forward pass on `probe`.
     pub fn of(model: &bredon_nn::TakNet, size: usize, probe: &[&bredon_rules::Position]) -> HealthFigures {
         let health = net_health(&model.fold(size));
-        let dormant_percent = if probe.is_empty() {
-            0.0
+        let (dormant_percent, value_dormant_percent) = if probe.is_empty() {
+            (0.0, 0.0)
         } else {
-            bredon_nn::activity::dormant_block_percent(
-                &bredon_nn::activity::unit_scores(model, probe, size),
-                DORMANT_TAU,
+            let scores = bredon_nn::activity::unit_scores(model, probe, size);
+            (
+                bredon_nn::activity::dormant_block_percent(&scores, DORMANT_TAU),
+                bredon_nn::activity::dormant_value_percent(&scores, DORMANT_TAU),
             )
         };
         HealthFigures {
             dead_percent: health.dead_trunk_percent(),
             tiny_percent: health.tiny_percent(),
             dormant_percent,
+            value_dormant_percent,
         }
     }
 }

@@ -216,6 +216,10 @@ pub struct GenerationSummary {
     /// first-convolution channels, on `[train] revive_positions` positions of the replay
     /// window, in percent (`bredon_nn::activity`; 0 before the window has samples).
     pub dormant_percent: f64,
+    /// The same for the value head's hidden units (`value_fc1`), which a young network
+    /// can leave silent by the half while its blocks are all alive.
+    #[serde(default)]
+    pub value_dormant_percent: f64,
     /// Units revived (ReDo, `[train] revive_every`) before this generation's steps.
     #[serde(skip_serializing_if = "is_zero")]
     pub revived_units: usize,
@@ -404,6 +408,7 @@ pub fn train(
         summary.dead_channels_percent = health.dead_percent;
         summary.tiny_weights_percent = health.tiny_percent;
         summary.dormant_percent = health.dormant_percent;
+        summary.value_dormant_percent = health.value_dormant_percent;
         // (3) Checkpoint.
         let next = generation.next();
         state.generation = next;
@@ -1016,7 +1021,10 @@ fn log_generation(
     if s.search_us_per_eval > 0.0 {
         evals.push_str(&format!(" | search {:.0} us/eval", s.search_us_per_eval));
     }
-    evals.push_str(&format!(" | dead {:.1}% dormant {:.1}%", s.dead_channels_percent, s.dormant_percent));
+    evals.push_str(&format!(
+        " | dead {:.1}% dormant {:.1}% (value head {:.0}%)",
+        s.dead_channels_percent, s.dormant_percent, s.value_dormant_percent
+    ));
     if s.revived_units > 0 {
         evals.push_str(&format!(" revived {}", s.revived_units));
     }
@@ -1067,6 +1075,7 @@ fn log_generation(
         ("health/dead_channels_percent".into(), s.dead_channels_percent),
         ("health/tiny_weights_percent".into(), s.tiny_weights_percent),
         ("health/dormant_percent".into(), s.dormant_percent),
+        ("health/value_dormant_percent".into(), s.value_dormant_percent),
         ("health/revived_units".into(), s.revived_units as f64),
     ];
     if let Some(t) = stage {
