@@ -71,28 +71,17 @@ pub fn open_whole(
 /// the curriculum's stage directories that hold a run (`bredon check`, `bredon export`
 /// and `bredon selfplay` take the curriculum itself).
 pub fn one_run(dir: &Path, command: &str) -> Result<()> {
-    use bredon_selfplay::curriculum::{CURRICULUM_FILE, STAGES_DIR};
+    use bredon_selfplay::curriculum::{CURRICULUM_FILE, stage_dirs};
     if !dir.join(CURRICULUM_FILE).is_file() {
         return Ok(());
     }
-    let stages = dir.join(STAGES_DIR);
-    let mut names: Vec<String> = std::fs::read_dir(&stages)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.path().join(bredon_selfplay::rundir::layout::CONFIG).is_file())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    let list = if names.is_empty() {
-        "no stage has a run yet".to_string()
-    } else {
-        format!(
-            "its stages: {}",
-            names.iter().map(|n| stages.join(n).display().to_string()).collect::<Vec<_>>().join(", ")
-        )
-    };
+    let runs: Vec<String> = stage_dirs(dir)
+        .into_iter()
+        .filter(|d| d.join(bredon_selfplay::rundir::layout::CONFIG).is_file())
+        .map(|d| d.display().to_string())
+        .collect();
+    let list =
+        if runs.is_empty() { "no stage has a run yet".to_string() } else { format!("its stages: {}", runs.join(", ")) };
     anyhow::bail!(
         "{} is a curriculum, not one run: `bredon {command}` takes one stage's directory ({list})",
         dir.display()

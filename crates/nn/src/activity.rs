@@ -131,16 +131,20 @@ mod tests {
     use bredon_netform::config::NetConfig;
     use burn::module::Param;
 
+    /// A 4x4 network of two 8-channel blocks and 32 random positions to score it on.
+    fn tiny_net() -> (TakNet, Vec<Position>, Device) {
+        let cfg =
+            NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
+        let device = crate::device::cpu();
+        (TakNet::seeded(&cfg, &device, 3), bredon_netform::positions::random_positions(4, 32, 5), device)
+    }
+
     /// A channel whose BatchNorm scale and shift are zero outputs ReLU(0) = 0 on every
     /// position: it is dormant at τ = 0, in that layer, and the same network without the
     /// change has fewer dormant units there.
     #[test]
     fn a_zeroed_channel_is_dormant() {
-        let cfg =
-            NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
-        let device = crate::device::cpu();
-        let model = TakNet::seeded(&cfg, &device, 3);
-        let positions = bredon_netform::positions::random_positions(4, 32, 5);
+        let (model, positions, device) = tiny_net();
         let refs: Vec<&Position> = positions.iter().collect();
         let before = activity(&model, &refs, 4);
         let names: Vec<&str> = before.iter().map(|l| l.name.as_str()).collect();
@@ -168,11 +172,7 @@ mod tests {
     /// head's share, not in the blocks'.
     #[test]
     fn silenced_value_units_count_in_the_value_heads_share() {
-        let cfg =
-            NetConfig { size: 4, blocks: 2, channels: 8, value_hidden: 8, policy_filters: 2, ..NetConfig::default() };
-        let device = crate::device::cpu();
-        let model = TakNet::seeded(&cfg, &device, 3);
-        let positions = bredon_netform::positions::random_positions(4, 32, 5);
+        let (model, positions, device) = tiny_net();
         let refs: Vec<&Position> = positions.iter().collect();
         let tau = TAUS[1];
         let before = unit_scores(&model, &refs, 4);

@@ -437,6 +437,17 @@ pub fn newest_stage_dir(root: &Path) -> Result<Option<PathBuf>> {
     Ok(None)
 }
 
+/// The stage directories on disk under the curriculum in `root` (`stages/NN-<name>`),
+/// sorted, whatever its `curriculum.toml` says: what `bredon check` verifies and the
+/// commands that take one stage list.
+pub fn stage_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join(STAGES_DIR))
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
 /// The stage of the curriculum in `root` that is training now: the first one without
 /// `stage-done.json`, as `(index from 0, name, run directory)`; `None` when every stage is
 /// done. Self-play workers given the curriculum follow it (`bredon selfplay --run`).

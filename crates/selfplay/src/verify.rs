@@ -9,7 +9,7 @@ use bredon_storage::integrity::{Verified, check_crc, from_checked_json};
 use std::path::{Path, PathBuf};
 
 use crate::config::RunConfig;
-use crate::curriculum::{CURRICULUM_FILE, Curriculum, STAGE_DONE_FILE, STAGES_DIR, StageDone};
+use crate::curriculum::{CURRICULUM_FILE, Curriculum, STAGE_DONE_FILE, StageDone, stage_dirs};
 use crate::replay::{GameRecord, list_game_files};
 use crate::rundir::{Generation, InitRecord, RunDir, layout, read_state_file};
 
@@ -86,9 +86,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     });
     let init = run.init_path();
     if init.is_file() {
-        let r = std::fs::read(&init)
-            .io("reading", &init)
-            .and_then(|b| Ok(from_checked_json::<InitRecord>(&b, &init).map(|x| x.2)?));
+        let r = checked_json::<InitRecord>(&init);
         rep.note(&init, r, || {
             "the run cannot be resumed until init.json is repaired: it records the model the run started from, \
              the minutes behind it and the stage progress it carried"
@@ -163,9 +161,7 @@ pub fn verify_run(run: &RunDir) -> Result<RunReport> {
     for path in files_under(&run.arena_dir()).into_iter().chain(files_under(&run.exports_dir())) {
         let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if file == "ratings.json" {
-            let r = std::fs::read(&path)
-                .io("reading", &path)
-                .and_then(|b| Ok(from_checked_json::<serde_json::Value>(&b, &path).map(|x| x.2)?));
+            let r = checked_json::<serde_json::Value>(&path);
             rep.note(&path, r, || "rerun `bredon arena` with the same arguments to rewrite the ratings".into());
         } else if file.ends_with(".jsonl") {
             rep.note(&path, check_json_lines(&path, LinesFile::AppendOnly), || {
@@ -195,18 +191,11 @@ pub fn verify_curriculum(root: &Path) -> Result<RunReport> {
         "the curriculum cannot be resumed until curriculum.toml is repaired (it is the copy made when it was created)"
             .into()
     });
-    let stages = root.join(STAGES_DIR);
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&stages)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    for dir in dirs {
+    for dir in stage_dirs(root) {
         let run = RunDir::new(&dir);
         let done = dir.join(STAGE_DONE_FILE);
         if done.is_file() {
-            let r = std::fs::read(&done)
-                .io("reading", &done)
-                .and_then(|b| Ok(from_checked_json::<StageDone>(&b, &done).map(|x| x.2)?));
+            let r = checked_json::<StageDone>(&done);
             let trained = run.config_path().is_file();
             rep.note(&done, r, || {
                 if trained {
@@ -227,6 +216,13 @@ pub fn verify_curriculum(root: &Path) -> Result<RunReport> {
         }
     }
     Ok(rep)
+}
+
+/// Reads a JSON file written with a checksum (`to_checked_json`) as a `T`: whether its
+/// checksum was verified (older files have none), or what is wrong with it.
+fn checked_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Verified> {
+    let bytes = std::fs::read(path).io("reading", path)?;
+    Ok(from_checked_json::<T>(&bytes, path)?.2)
 }
 
 /// How a JSON-lines file is written, which decides whether a torn last line is damage.
