@@ -41,9 +41,10 @@ use crate::config::RunConfig;
 use crate::error::{ConfigError, Result, RunError};
 use crate::fsutil::atomic_write;
 use crate::generation::Generation;
+use crate::net::net_config;
 use crate::rundir::RunDir;
 use crate::train::{StageTag, TrainOptions, open_run, train};
-use bredon_netform::StageProgress;
+use bredon_netform::{NetConfig, StageProgress};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -320,11 +321,29 @@ fn mark_skipped(c: &Curriculum, root: &Path, first: usize, from: &Path, minutes:
     Ok(())
 }
 
-/// How far `model` had got into the stage `name`: an export's [`StageProgress`], or, for a
+/// How far `model` had got into `stage`: an export's [`StageProgress`], or, for a
 /// checkpoint directory of a stage's run, where that checkpoint stands in the stage;
-/// `None` for a model of another stage or of none (a model from a single run).
-fn continued_stage(model: &Path, name: &str) -> Result<Option<StageProgress>> {
-    Ok(model_stage(model)?.filter(|p| p.name == name))
+/// `None` for a model of another stage or of none (a model from a single run), and for
+/// one from a stage of the same name that trains another board or network.
+fn continued_stage(model: &Path, stage: &Stage) -> Result<Option<StageProgress>> {
+    let Some(progress) = model_stage(model)?.filter(|p| p.name == stage.name) else { return Ok(None) };
+    Ok(stage_mismatch(model, stage)?.is_none().then_some(progress))
+}
+
+/// How the network of `model` differs from the one `stage` trains, in words; `None` when
+/// they are the same (board size, blocks, channels, inputs and heads).
+fn stage_mismatch(model: &Path, stage: &Stage) -> Result<Option<String>> {
+    let trained = bredon_nn::checkpoint::read_exported_meta(model)?.net;
+    let wanted = net_config(&stage.config);
+    if trained == wanted {
+        return Ok(None);
+    }
+    let shape = |n: &NetConfig| format!("{}x{} b{}c{}", n.size, n.size, n.blocks, n.channels);
+    Ok(Some(if shape(&trained) == shape(&wanted) {
+        format!("the model's inputs or heads are not those of the stage's {} network", shape(&wanted))
+    } else {
+        format!("the model is a {} network, the stage trains a {} one", shape(&trained), shape(&wanted))
+    }))
 }
 
 /// The stage progress `model` (an export, or a stage's checkpoint directory) carries.
@@ -349,6 +368,15 @@ fn first_stage(c: &Curriculum, start_stage: Option<&str>, init_from: Option<&Pat
     let Some(model) = init_from else { return Ok(0) };
     let Some(p) = model_stage(model)? else { return Ok(0) };
     let Some(index) = c.stages.iter().position(|s| s.name == p.name) else { return Ok(0) };
+    if let Some(why) = stage_mismatch(model, &c.stages[index])? {
+        return Err(RunError::StageMismatch {
+            model: model.to_path_buf(),
+            stage: p.name,
+            number: index + 1,
+            count: c.stages.len(),
+            why,
+        });
+    }
     if index > 0 {
         eprintln!(
             "{} was trained inside stage {}/{} {}: the curriculum begins there (--start-stage chooses another)",
@@ -387,7 +415,7 @@ fn already_done(c: &Curriculum, index: usize, model: &Path, done: &StageProgress
 
 /// Refuses to go on with stage `first` from `model` when the model has done all of it.
 fn check_not_past(c: &Curriculum, first: usize, model: &Path) -> Result<()> {
-    match continued_stage(model, &c.stages[first].name)? {
+    match continued_stage(model, &c.stages[first])? {
         Some(p) if past_end(&c.stages[first], &p) => Err(already_done(c, first, model, &p)),
         _ => Ok(()),
     }
@@ -548,7 +576,7 @@ pub fn train_curriculum(
         // What an exported model of this stage had done of it already: read from the
         // model for the first stage trained, then kept in the stage's `init.json`.
         let carried = match &previous {
-            Some((from, _)) if fresh && first_init => continued_stage(from, &stage.name)?,
+            Some((from, _)) if fresh && first_init => continued_stage(from, stage)?,
             _ if fresh => None,
             _ => run.init_record()?.and_then(|r| r.stage),
         };

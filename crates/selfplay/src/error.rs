@@ -215,6 +215,25 @@ pub enum RunError {
         /// What to do instead (start at the next stage, naming it).
         next: String,
     },
+    /// The model a new curriculum would go on from was trained inside a stage of the same
+    /// name, but on another board or with another network than this curriculum's stage of
+    /// that name: a stage of another curriculum, whose progress does not count here.
+    #[error(
+        "{} was trained inside a stage named {stage}, but not this curriculum's stage {number}/{count} {stage}: {why}; give --start-stage to say where the curriculum begins (a stage started from the model then trains all of itself)",
+        model.display()
+    )]
+    StageMismatch {
+        /// The model.
+        model: PathBuf,
+        /// The stage's name.
+        stage: String,
+        /// The stage's number, from 1.
+        number: usize,
+        /// How many stages the curriculum has.
+        count: usize,
+        /// How the model differs from what the stage trains, in words.
+        why: String,
+    },
     /// Another trainer holds the run's lock.
     #[error("{} is in use: {holder} is training it (lock {}); stop that trainer first (`bredon selfplay` may run beside it)", run.display(), lock.display())]
     Locked {

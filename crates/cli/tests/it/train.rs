@@ -983,6 +983,32 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     assert_eq!(both["steps"].as_u64(), Some(done_b + 10), "{both}");
     assert_eq!(both["generations"].as_u64(), Some(1 + generations), "{both}");
 
+    // A stage of the same name that trains another network (2 blocks, not 1) is not the
+    // stage the export was inside: refused by name, before anything is written, without
+    // --start-stage; with it, the stage starts from the export and trains all of itself.
+    let other = dir.path().join("c4");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut b2 = toml::Table::new();
+    b2.insert("name".into(), "b".into());
+    b2.insert("steps".into(), 5.into());
+    b2.insert("net".into(), toml::Value::Table([("blocks".to_string(), toml::Value::from(2))].into_iter().collect()));
+    let mut a = toml::Table::new();
+    a.insert("name".into(), "a".into());
+    a.insert("steps".into(), 15.into());
+    let other = TinyConfig::new(0).top("stage", vec![toml::Value::Table(a), toml::Value::Table(b2)]).write(&other);
+    let fourth = dir.path().join("fourth");
+    let out = train(&other, &fourth, &["--init-from", export.to_str().unwrap()]).output().unwrap();
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("was trained inside a stage named b, but not this curriculum's stage 2/2 b"), "{text}");
+    assert!(text.contains("the model is a 3x3 b1c16 network, the stage trains a 3x3 b2c16 one"), "{text}");
+    assert!(!fourth.exists(), "a refused start writes nothing");
+    let err =
+        checked_err(&mut train(&other, &fourth, &["--start-stage", "b", "--init-from", export.to_str().unwrap()]));
+    assert!(err.contains("stage 2/2 b: starting (until 5 steps)"), "{err}");
+    assert!(!err.contains("going on from"), "nothing of another stage's progress counts: {err}");
+    assert_eq!(step_of(&fourth.join("stages/02-b")), 15 + done_b + 5, "{err}");
+
     // An export that has done the whole stage, by its steps, generations or minutes, is
     // refused, naming the stage.
     let limits = [
