@@ -915,17 +915,20 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
         let latest = std::fs::read_to_string(run.join("latest")).unwrap();
         json(run.join("checkpoints").join(latest.trim()).join("state.json"))["step"].as_u64().unwrap()
     };
-    let curriculum = |sub: &str, b: (&str, toml::Value)| {
-        let stage = |name: &str, key: &str, n: toml::Value| {
-            let mut t = toml::Table::new();
-            t.insert("name".into(), name.into());
-            t.insert(key.into(), n);
-            toml::Value::Table(t)
-        };
+    let stage = |name: &str, key: &str, n: toml::Value| {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), name.into());
+        t.insert(key.into(), n);
+        t
+    };
+    // Stage a of 15 steps, then stage b with `b`'s tables or keys.
+    let curriculum_with = |sub: &str, b: toml::Table| {
         let d = dir.path().join(sub);
         std::fs::create_dir_all(&d).unwrap();
-        TinyConfig::new(0).top("stage", vec![stage("a", "steps", 15.into()), stage("b", b.0, b.1)]).write(&d)
+        let stages = vec![toml::Value::Table(stage("a", "steps", 15.into())), toml::Value::Table(b)];
+        TinyConfig::new(0).top("stage", stages).write(&d)
     };
+    let curriculum = |sub: &str, b: (&str, toml::Value)| curriculum_with(sub, stage("b", b.0, b.1));
     let inspect = |model: &Path| -> serde_json::Value {
         let out = bredon().arg("inspect").arg(model).args(["--json", "--positions", "0"]).output().unwrap();
         assert!(out.status.success(), "{}", common::text(&out));
@@ -986,16 +989,9 @@ fn a_curriculum_goes_on_from_a_stage_export_with_the_rest_of_the_stage() {
     // A stage of the same name that trains another network (2 blocks, not 1) is not the
     // stage the export was inside: refused by name, before anything is written, without
     // --start-stage; with it, the stage starts from the export and trains all of itself.
-    let other = dir.path().join("c4");
-    std::fs::create_dir_all(&other).unwrap();
-    let mut b2 = toml::Table::new();
-    b2.insert("name".into(), "b".into());
-    b2.insert("steps".into(), 5.into());
-    b2.insert("net".into(), toml::Value::Table([("blocks".to_string(), toml::Value::from(2))].into_iter().collect()));
-    let mut a = toml::Table::new();
-    a.insert("name".into(), "a".into());
-    a.insert("steps".into(), 15.into());
-    let other = TinyConfig::new(0).top("stage", vec![toml::Value::Table(a), toml::Value::Table(b2)]).write(&other);
+    let mut b2 = stage("b", "steps", 5.into());
+    b2.insert("net".into(), toml::Value::Table([("blocks".to_string(), 2.into())].into_iter().collect()));
+    let other = curriculum_with("c4", b2);
     let fourth = dir.path().join("fourth");
     let out = train(&other, &fourth, &["--init-from", export.to_str().unwrap()]).output().unwrap();
     let text = common::text(&out);
