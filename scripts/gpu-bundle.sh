@@ -5,14 +5,18 @@
 # Vulkan driver but no loader), checks that everything that travels fits the device tool's
 # 64 MiB, and prints the exact call to make.
 #
-#   scripts/gpu-bundle.sh            # build, bundle, check, print the call
-#   scripts/gpu-bundle.sh --no-build # bundle the binaries already built (below)
+#   scripts/gpu-bundle.sh                    # build, bundle, check, print the call
+#   scripts/gpu-bundle.sh --fusion           # the same, with the fused build as well
+#   scripts/gpu-bundle.sh --no-build         # bundle the binary already built (below)
+#   scripts/gpu-bundle.sh --no-build --fusion
 #
-# Two builds go in: the plain `--features wgpu` one (target/release/bredon, built last so
-# that it stays there) and the same with burn's kernel fusion (`--features wgpu-fusion`,
-# kept as target/release/bredon-fusion), whose training step gpu-check.sh measures beside
-# the plain one. Cargo keeps both builds' dependencies, so after the first time each
-# rebuild is incremental. Cold on 2 cores the two take about an hour: start it early.
+# The plain `--features wgpu` build (target/release/bredon) always goes in. With
+# --fusion, the same with burn's kernel fusion (`--features wgpu-fusion`, kept as
+# target/release/bredon-fusion) goes in too, and gpu-check.sh measures its training step
+# beside the plain one. It is off by default: it adds ~14 MB that the tree can no longer
+# spare (docs/gpu.md), and fusion gave no speed on an H100 when last tried. Cargo keeps
+# both builds' dependencies, so after the first time each rebuild is incremental. Cold on
+# 2 cores one build takes about half an hour, both about an hour: start it early.
 #
 # The GPU machine reaches no registry: nothing is built or installed there but what this
 # bundle carries. scripts/gpu-check.sh unpacks it (the loader only where the machine has
@@ -22,11 +26,26 @@ cd "$(dirname "$0")/.."
 LIMIT=$((64 * 1024 * 1024))
 BUNDLE=.gpu
 
+BUILD=1
+FUSION=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-build) BUILD=0 ;;
+    --fusion) FUSION=1 ;;
+    *)
+      echo "error: unknown argument '$arg' (expected --no-build and/or --fusion)" >&2
+      exit 2
+      ;;
+  esac
+done
+
 BIN=target/release/bredon
 FUSED=target/release/bredon-fusion
-if [ "${1:-}" != "--no-build" ]; then
-  cargo build --release -p bredon-cli --features wgpu-fusion
-  cp "$BIN" "$FUSED.tmp" && mv "$FUSED.tmp" "$FUSED"
+if [ "$BUILD" = 1 ]; then
+  if [ "$FUSION" = 1 ]; then
+    cargo build --release -p bredon-cli --features wgpu-fusion
+    cp "$BIN" "$FUSED.tmp" && mv "$FUSED.tmp" "$FUSED"
+  fi
   cargo build --release -p bredon-cli --features wgpu
 fi
 if "$BIN" devices 2>&1 | grep -q "^(wgpu: not in this build"; then
@@ -43,11 +62,14 @@ pack() {
 }
 mkdir -p "$BUNDLE"
 pack "$BIN" bredon
-if [ -x "$FUSED" ]; then
+rm -f "$BUNDLE"/bredon-fusion.xz*
+if [ "$FUSION" = 0 ]; then
+  echo "note: the fused build stays out (give --fusion to measure it too)"
+elif [ -x "$FUSED" ]; then
   pack "$FUSED" bredon-fusion
 else
-  rm -f "$BUNDLE"/bredon-fusion.xz*
-  echo "note: no $FUSED (build it with --features wgpu-fusion): the fused build will not be measured"
+  echo "error: --fusion, but no $FUSED (build it: scripts/gpu-bundle.sh --fusion)" >&2
+  exit 1
 fi
 
 # The Vulkan loader (libvulkan.so.1) and GLVND's dispatch libraries, as the device tool's

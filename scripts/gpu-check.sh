@@ -165,7 +165,7 @@ if [ -n "$FUSED" ]; then
   echo "-- the host's cost of a step of nearly empty kernels with fusion"
   step 10 "$FUSED" --device "$DEV" bench train --config configs/6x6-pool.toml --channels 16 --batch 1 --seconds 2
 else
-  echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured)"
+  echo "-- (no bredon-fusion.xz beside $BUNDLE_DIR/bredon.xz: the fused build is not measured; scripts/gpu-bundle.sh --fusion bundles it)"
 fi
 
 section "3. self-play with the shipped weights"
