@@ -543,6 +543,13 @@ fn init_from_model(
             }
         );
         init.window_from = Some(inherited);
+    } else if cfg.train.train_after == 0 && meta.net.size == cfg.game.size && meta.step > 0 {
+        eprintln!(
+            "note: the replay window starts empty, so the first training steps fit the first \
+             generation's few samples; to continue a trained model without its old games, \
+             `[train] train_after` (e.g. 20000 on 6x6) waits for a window of its own games first, \
+             and --window-from carries the old run's (docs/training.md)"
+        );
     }
     atomic_write(&run.init_path(), &to_checked_json(&init, &[])?)?;
     eprintln!("starting from {} (generation {}, step {})", path.display(), meta.generation, meta.step);

@@ -484,6 +484,7 @@ fn a_run_continues_another_runs_replay_window() {
     assert_eq!(init["window_from"]["games"].as_u64(), Some(source_games.len() as u64), "{init}");
     assert_eq!(init["window_from"]["samples"].as_u64(), Some(source_samples), "{init}");
     assert!(err.contains(&format!("{} games, {source_samples} samples", source_games.len())), "{err}");
+    let second_err = err;
     let carried = games_in(&second.join("inherited"));
     assert_eq!(carried.len(), source_games.len());
     for (a, b) in source_games.iter().zip(&carried) {
@@ -567,6 +568,15 @@ fn a_run_continues_another_runs_replay_window() {
         assert!(l["samples_before_training"].as_u64().unwrap() > 0, "{l}");
     }
     assert!(err.contains("no training until"), "{err}");
+    // A trained model continued with neither its games nor train_after is told how to
+    // wait for a window; with train_after, or with --window-from (the second run), not.
+    let note = "`[train] train_after`";
+    let from = first.join("checkpoints/gen-0002");
+    let err = checked_err(train(&config, &dir.path().join("fifth"), &["--generations", "1", "--init-from"]).arg(&from));
+    assert!(err.contains(note), "{err}");
+    let err = checked_err(train(&waits, &dir.path().join("sixth"), &["--generations", "1", "--init-from"]).arg(&from));
+    assert!(!err.contains(note), "{err}");
+    assert!(!second_err.contains(note), "{second_err}");
 }
 
 /// The JSON lines of a file.
