@@ -15,6 +15,15 @@ is the raw value head) and prints, over the games, the mean value for White afte
 opening (White to move after a 4-ply opening, Black after a 2-ply one: the value is
 always White's), the mean result for White (win 1, draw 0, loss -1), and the mean of
 value - result with its standard error: a network biased toward White reads > 0.
+
+With two models or more, each after the first also gets a paired line: the mean of its
+value minus the first model's over the same games. The games' results cancel out of that
+difference, so it says whether one network reads White lower than another far more
+precisely than the two biases' own errors do; its standard error treats the games of one
+opening as one cluster (their values are the same), so it is the error over openings.
+It says nothing of the scatter between checkpoints of one run, which is far larger
+(docs/training.md: ±0.1 within ten generations): compare averaged networks
+(`bredon export --average`), not single checkpoints.
 """
 import argparse
 import json
@@ -29,6 +38,21 @@ def mean_se(xs: list) -> tuple:
     m = sum(xs) / n
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     return m, sd / math.sqrt(n)
+
+
+def clustered_mean_se(xs: list, keys: list) -> tuple:
+    """Mean of xs and its standard error with the xs of one key as one cluster (the
+    cluster-robust sandwich estimator, with the small-sample factor G / (G - 1))."""
+    n = len(xs)
+    m = sum(xs) / n
+    sums = {}
+    for x, k in zip(xs, keys):
+        sums[k] = sums.get(k, 0.0) + (x - m)
+    g = len(sums)
+    if g < 2:
+        return m, 0.0
+    var = sum(v * v for v in sums.values()) * g / (g - 1) / (n * n)
+    return m, math.sqrt(var)
 
 
 def read_source(path: Path, size: int) -> list:
@@ -102,6 +126,11 @@ def main() -> int:
                 b, b_se = mean_se([values[m][(g[0], g[1])] - g[2] for g in played])
                 out += f"  value - result {b:+.3f} ± {b_se:.3f}"
             print(out)
+        first = args.model[0]
+        for m in args.model[1:]:
+            keys = [(g[0], g[1]) for g in gs]
+            d, d_se = clustered_mean_se([values[m][k] - values[first][k] for k in keys], keys)
+            print(f"    {Path(m).name:<48} value - {Path(first).name}'s {d:+.3f} ± {d_se:.3f} (paired, by opening)")
 
     print(f"{args.size}x{args.size}, {len(positions)} distinct openings, {args.visits} visit(s); "
           "values and results for White")
