@@ -5,17 +5,23 @@
    `self::` and submodule paths are resolved to the deepest module file they name, and the
    graph of those edges must have no cycle (test modules, `#[cfg(test)] mod tests { .. }`
    blocks and files named `tests.rs`, are left out: a test may use anything);
-2. no Rust source file longer than 1,200 lines.
+2. no Rust source file longer than 1,200 lines;
+3. the working tree (the files git tracks, and those it neither tracks nor ignores) at
+   most 50 MiB, so that it travels to a lent GPU machine beside the ~14 MiB bundle of
+   `scripts/gpu-bundle.sh` (the device tool carries 64 MiB in all; docs/gpu.md).
+   Superseded seeds leave the tree (experiments/seeds/README.md says how).
 
 Between crates Cargo itself refuses a cycle. Run from anywhere:
 `python3 scripts/check-layout.py` (exit status 1 and one line per problem if any).
 """
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 MAX_LINES = 1200
+MAX_TREE_MIB = 50
 ROOT = Path(__file__).resolve().parent.parent
 PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 USE_GROUP = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{([^;]*?)\}", re.S)
@@ -175,8 +181,25 @@ def cycles(edges: dict) -> list:
     return out
 
 
+def tree_bytes() -> int:
+    """Bytes of the files that would travel: tracked (where they exist) and untracked but
+    not ignored, as gpu-bundle.sh counts them."""
+    listed = set()
+    for args in (["ls-files", "-z"], ["ls-files", "-z", "--others", "--exclude-standard"]):
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, check=True).stdout
+        listed.update(name for name in out.decode().split("\0") if name)
+    return sum((ROOT / n).stat().st_size for n in listed if (ROOT / n).is_file())
+
+
 def main() -> int:
     problems = []
+    size = tree_bytes()
+    if size > MAX_TREE_MIB * 1024 * 1024:
+        problems.append(
+            f"the working tree is {size / 1048576:.1f} MiB, over {MAX_TREE_MIB} MiB: with the GPU bundle "
+            "(~14 MiB) it would not travel to a lent GPU machine (64 MiB); retire superseded "
+            "seeds (experiments/seeds/README.md)"
+        )
     for src in sorted(ROOT.glob("crates/*/src")):
         crate = src.parent.name
         files, edges = crate_graph(src)
@@ -197,7 +220,10 @@ def main() -> int:
         print(p)
     if not problems:
         crates = len(list(ROOT.glob("crates/*/src")))
-        print(f"layout: no import circle in {crates} crates, no source file over {MAX_LINES} lines")
+        print(
+            f"layout: no import circle in {crates} crates, no source file over {MAX_LINES} lines, "
+            f"working tree {size / 1048576:.1f} MiB of {MAX_TREE_MIB}"
+        )
     return 1 if problems else 0
 
 
