@@ -15,9 +15,9 @@
 # target/release/bredon-fusion) goes in too, and gpu-check.sh measures its training step
 # beside the plain one. It is off by default: it adds ~14 MB that the tree can no longer
 # spare (docs/gpu.md), and fusion (with autotune and the vulkan compiler) gave no speed on
-# an H100 when last tried. Cargo keeps
-# both builds' dependencies, so after the first time each rebuild is incremental. Cold on
-# 2 cores one build takes about half an hour, both about an hour: start it early.
+# an H100 when last tried. Cargo keeps both builds' dependencies, so after the first time
+# each rebuild is incremental. Cold on 2 cores one build takes about half an hour, both
+# about an hour: start it early.
 #
 # The GPU machine reaches no registry: nothing is built or installed there but what this
 # bundle carries. scripts/gpu-check.sh unpacks it (the loader only where the machine has

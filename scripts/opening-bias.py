@@ -127,8 +127,8 @@ def main() -> int:
                 out += f"  value - result {b:+.3f} ± {b_se:.3f}"
             print(out)
         first = args.model[0]
+        keys = [(g[0], g[1]) for g in gs]
         for m in args.model[1:]:
-            keys = [(g[0], g[1]) for g in gs]
             d, d_se = clustered_mean_se([values[m][k] - values[first][k] for k in keys], keys)
             print(f"    {Path(m).name:<48} value - {Path(first).name}'s {d:+.3f} ± {d_se:.3f} (paired, by opening)")
 
